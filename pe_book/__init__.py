@@ -1,0 +1,14 @@
+"""pe_book: the numeric and symbolic code of the book *Positional Encoding in Transformers*.
+
+One module per idea; each chapter imports what it shows:
+
+- ``pe_book.attention``  scaled dot-product attention, single- and multi-head (ch. 01)
+- ``pe_book.symmetry``   permutations and the symmetry attention cannot break (ch. 01)
+- ``pe_book.symbolic``   SymPy helpers shared by the proofs
+- ``pe_book.claims``     the registry of the sources' claims and their verdicts
+- ``pe_book.exercises``  checkers for the exercises
+- ``pe_book.plotting``   the book's figure style
+- ``pe_book.seed``       deterministic cells
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,86 @@
+"""Argument checks shared by every module: clear errors that name the argument.
+
+The book's rule (shared design, "Bad input"): a wrong argument raises a
+``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, bad value)
+whose message names the argument and says what is accepted. Nothing is
+clamped silently and no NaN is passed on.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import torch
+
+__all__ = [
+    "check_choice",
+    "check_finite",
+    "check_int",
+    "check_positive_float",
+    "check_tensor",
+]
+
+
+def check_int(name: str, value: object, *, minimum: int | None = None, even: bool = False) -> int:
+    """Return ``value`` as an ``int`` after checking it is an integer >= ``minimum``.
+
+    Booleans are refused (``True`` is an ``int`` in Python, never a length).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+    if even and value % 2:
+        raise ValueError(f"{name} must be even (dimensions come in (sin, cos) pairs), got {value}")
+    return value
+
+
+def check_positive_float(name: str, value: object, *, above: float = 0.0) -> float:
+    """Return ``value`` as a ``float`` after checking it is finite and > ``above``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not (value > above) or value != value or value == float("inf"):
+        raise ValueError(f"{name} must be a finite number > {above}, got {value}")
+    return value
+
+
+def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
+    """Return ``value`` after checking it is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def check_tensor(
+    name: str,
+    value: object,
+    *,
+    ndim: int | Sequence[int] | None = None,
+    min_ndim: int | None = None,
+    floating: bool = False,
+) -> torch.Tensor:
+    """Return ``value`` after checking it is a tensor of an accepted rank (and dtype kind)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if ndim is not None:
+        accepted = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if value.ndim not in accepted:
+            raise ValueError(
+                f"{name} must have rank {' or '.join(map(str, accepted))}, "
+                f"got shape {tuple(value.shape)}"
+            )
+    if min_ndim is not None and value.ndim < min_ndim:
+        raise ValueError(f"{name} must have rank >= {min_ndim}, got shape {tuple(value.shape)}")
+    if floating and not value.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
+    return value
+
+
+def check_finite(name: str, value: torch.Tensor) -> torch.Tensor:
+    """Return ``value`` after checking it holds no NaN (infinities are allowed: masks use -inf)."""
+    if value.is_floating_point() and bool(torch.isnan(value).any()):
+        raise ValueError(f"{name} contains NaN")
+    return value

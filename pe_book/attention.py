@@ -1,0 +1,203 @@
+"""Scaled dot-product attention: the layer every chapter puts positions into.
+
+Chapter 01 derives its symmetry; later chapters add a bias to its scores
+(ALiBi, T5), rotate its queries and keys (RoPE), or add vectors to its input
+(sinusoidal, learned). The formula, for one head::
+
+    Attention(Q, K, V) = softmax(Q Kᵀ / √d + B + M) V
+
+with B an optional additive bias and M the causal mask (0 where a query may
+look, -inf where it may not). ``attention`` runs it through
+``torch.nn.functional.scaled_dot_product_attention``; ``attention_weights``
+spells the softmax out for plots and proofs, and the tests check the two agree.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pe_book._checks import check_finite, check_int, check_tensor
+
+__all__ = [
+    "MultiHeadSelfAttention",
+    "attention",
+    "attention_weights",
+    "causal_mask",
+    "merge_heads",
+    "split_heads",
+]
+
+
+def causal_mask(q_len: int, k_len: int, *, offset: int | None = None) -> torch.Tensor:
+    """Boolean mask of shape (q_len, k_len): True where query i may attend to key j.
+
+    Query i sits at absolute position ``offset + i``, key j at position j, and a
+    query sees every key at or before its own position: ``j <= offset + i``.
+    The default ``offset = k_len - q_len`` puts the queries at the *end* of the
+    keys, as in decoding with a KV cache (bottom-right alignment); for
+    ``q_len == k_len`` it is the usual lower-triangular mask.
+    """
+    q_len = check_int("q_len", q_len, minimum=1)
+    k_len = check_int("k_len", k_len, minimum=1)
+    if q_len > k_len:
+        raise ValueError(f"q_len must be <= k_len for a causal mask, got {q_len} > {k_len}")
+    if offset is None:
+        offset = k_len - q_len
+    offset = check_int("offset", offset, minimum=0)
+    if offset > k_len - q_len:
+        raise ValueError(
+            f"offset must be in [0, k_len - q_len] = [0, {k_len - q_len}], got {offset}"
+        )
+    query_pos = torch.arange(q_len).unsqueeze(1) + offset  # (q_len, 1)
+    key_pos = torch.arange(k_len).unsqueeze(0)  # (1, k_len)
+    return key_pos <= query_pos  # (q_len, k_len)
+
+
+def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor | None) -> None:
+    check_tensor("q", q, min_ndim=2, floating=True)
+    check_tensor("k", k, min_ndim=2, floating=True)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must share their last (feature) dimension, "
+            f"got {q.shape[-1]} and {k.shape[-1]}"
+        )
+    if v is not None:
+        check_tensor("v", v, min_ndim=2, floating=True)
+        if v.shape[-2] != k.shape[-2]:
+            raise ValueError(
+                f"k and v must have the same length (dim -2), got {k.shape[-2]} and {v.shape[-2]}"
+            )
+    if q.dtype != k.dtype or (v is not None and v.dtype != q.dtype):
+        raise TypeError("q, k and v must share one dtype")
+
+
+def _additive_mask(
+    q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, causal: bool
+) -> torch.Tensor | None:
+    """Bias plus causal mask as one float tensor broadcastable to (..., q_len, k_len)."""
+    q_len, k_len = q.shape[-2], k.shape[-2]
+    if bias is not None:
+        check_tensor("bias", bias, min_ndim=2, floating=True)
+        check_finite("bias", bias)
+        try:
+            torch.broadcast_shapes(bias.shape, (*q.shape[:-2], q_len, k_len))
+        except RuntimeError:
+            raise ValueError(
+                f"bias of shape {tuple(bias.shape)} does not broadcast to the scores' shape "
+                f"{(*q.shape[:-2], q_len, k_len)}"
+            ) from None
+        bias = bias.to(q.dtype)
+    if not causal:
+        return bias
+    allowed = causal_mask(q_len, k_len).to(q.device)  # (q_len, k_len)
+    mask = torch.zeros(q_len, k_len, dtype=q.dtype, device=q.device)
+    mask = mask.masked_fill(~allowed, float("-inf"))
+    return mask if bias is None else bias + mask
+
+
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    bias: torch.Tensor | None = None,
+    causal: bool = False,
+) -> torch.Tensor:
+    """softmax(q kᵀ / √d + bias + causal mask) v, for any leading (batch, head) dims.
+
+    Shapes: q (..., q_len, d), k (..., k_len, d), v (..., k_len, d_v);
+    bias broadcastable to (..., q_len, k_len); returns (..., q_len, d_v).
+    With ``causal=True`` query i sees keys j <= i + (k_len - q_len) (see
+    ``causal_mask``). Chapter 01.
+    """
+    _check_qkv(q, k, v)
+    if causal and bias is None and q.shape[-2] == k.shape[-2]:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)  # fused fast path
+    mask = _additive_mask(q, k, bias, causal)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def attention_weights(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    *,
+    bias: torch.Tensor | None = None,
+    causal: bool = False,
+) -> torch.Tensor:
+    """The attention matrix softmax(q kᵀ / √d + bias + causal mask), shape (..., q_len, k_len).
+
+    Each row sums to 1. ``attention(q, k, v, ...)`` equals ``attention_weights(q, k, ...) @ v``;
+    this explicit form exists for figures and proofs. Chapter 01.
+    """
+    _check_qkv(q, k, None)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_len, k_len)
+    mask = _additive_mask(q, k, bias, causal)
+    if mask is not None:
+        scores = scores + mask
+    return torch.softmax(scores, dim=-1)
+
+
+def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(batch, seq, n_heads * d_head) -> (batch, n_heads, seq, d_head)."""
+    batch, seq_len, width = x.shape
+    return x.view(batch, seq_len, n_heads, width // n_heads).transpose(1, 2)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """(batch, n_heads, seq, d_head) -> (batch, seq, n_heads * d_head)."""
+    batch, n_heads, seq_len, d_head = x.shape
+    return x.transpose(1, 2).reshape(batch, seq_len, n_heads * d_head)
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Multi-head self-attention with no notion of position of its own.
+
+    ``forward(x)`` computes, per head h with d_head = dim / n_heads,
+    ``softmax(Q_h K_hᵀ / √d_head + B_h + M) V_h`` where Q, K, V = x W_q, x W_k, x W_v,
+    concatenates the heads and applies the output projection W_o.
+    Positions enter only through what the caller adds to ``x`` or passes as ``bias``.
+
+    Shapes: x (batch, seq, dim) or (seq, dim); bias broadcastable to
+    (batch, n_heads, seq, seq); output has the shape of x. Chapter 01.
+    """
+
+    def __init__(self, dim: int, n_heads: int, *, qkv_bias: bool = False) -> None:
+        super().__init__()
+        self.dim = check_int("dim", dim, minimum=1)
+        self.n_heads = check_int("n_heads", n_heads, minimum=1)
+        if dim % n_heads:
+            raise ValueError(f"dim must be divisible by n_heads, got dim={dim}, n_heads={n_heads}")
+        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)  # W_q | W_k | W_v stacked
+        self.out = nn.Linear(dim, dim, bias=qkv_bias)  # W_o
+
+    def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
+        """Project x to per-head q, k, v, each (batch, n_heads, seq, d_head)."""
+        check_tensor("x", x, ndim=(2, 3), floating=True)
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
+        unbatched = x.ndim == 2
+        if unbatched:
+            x = x.unsqueeze(0)  # (1, seq, dim)
+        q, k, v = self.qkv(x).split(self.dim, dim=-1)  # each (batch, seq, dim)
+        q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # (batch, H, seq, d_head)
+        return q, k, v, unbatched
+
+    def forward(
+        self, x: torch.Tensor, *, bias: torch.Tensor | None = None, causal: bool = False
+    ) -> torch.Tensor:
+        q, k, v, unbatched = self._heads(x)
+        y = merge_heads(attention(q, k, v, bias=bias, causal=causal))  # (batch, seq, dim)
+        y = self.out(y)
+        return y.squeeze(0) if unbatched else y
+
+    def weights(
+        self, x: torch.Tensor, *, bias: torch.Tensor | None = None, causal: bool = False
+    ) -> torch.Tensor:
+        """Attention matrices, (batch, n_heads, seq, seq); (n_heads, seq, seq) if x is unbatched."""
+        q, k, _, unbatched = self._heads(x)
+        w = attention_weights(q, k, bias=bias, causal=causal)  # (batch, H, seq, seq)
+        return w.squeeze(0) if unbatched else w

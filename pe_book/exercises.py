@@ -1,0 +1,205 @@
+"""Checkers for the exercises: run the reader's function against the package.
+
+Each ``check_*`` takes the reader's function, runs it and ``pe_book``'s own
+implementation on the same inputs, and either prints that every case agrees
+or raises :class:`ExerciseMismatch` describing the first case that does not
+(input, expected, got). A stub that still raises ``NotImplementedError`` is
+reported as "not attempted yet" without failing, so a chapter runs top to
+bottom before the reader has written anything.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pe_book import attention as attn
+from pe_book import symmetry
+
+__all__ = [
+    "Case",
+    "ExerciseMismatch",
+    "check",
+    "check_attention",
+    "check_causal_mask",
+    "check_invisible_positions",
+    "check_permutation_matrix",
+]
+
+
+class ExerciseMismatch(AssertionError):
+    """The reader's function disagrees with the package on a case."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input to an exercise: positional arguments and a readable description."""
+
+    args: tuple[Any, ...]
+    description: str
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        with torch.no_grad():
+            return f"tensor of shape {tuple(value.shape)}, dtype {value.dtype}:\n{value}"
+    return repr(value)
+
+
+def _agree(expected: Any, got: Any, atol: float) -> str | None:
+    """None if the two agree, else the reason they do not."""
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"expected a torch.Tensor, got {type(got).__name__}"
+        if got.shape != expected.shape:
+            return f"shape {tuple(got.shape)} instead of {tuple(expected.shape)}"
+        if expected.dtype == torch.bool or got.dtype == torch.bool:
+            if got.dtype != expected.dtype:
+                return f"dtype {got.dtype} instead of {expected.dtype}"
+            return None if torch.equal(got, expected) else "values differ"
+        worst = float((got.to(expected.dtype) - expected).abs().max()) if got.numel() else 0.0
+        return None if worst <= atol else f"values differ by up to {worst:.3g} (tolerance {atol:g})"
+    return None if got == expected else "values differ"
+
+
+def check(
+    name: str,
+    reader: Callable[..., Any],
+    reference: Callable[..., Any],
+    cases: Iterable[Case],
+    *,
+    atol: float = 1e-5,
+) -> bool:
+    """Compare ``reader`` with ``reference`` on every case.
+
+    Returns True when all cases agree (and prints so), False when the reader's
+    stub raises NotImplementedError; raises ExerciseMismatch on the first
+    disagreement or on any other exception from the reader's code.
+    """
+    cases = list(cases)
+    for index, case in enumerate(cases, start=1):
+        expected = reference(*case.args)
+        try:
+            got = reader(*case.args)
+        except NotImplementedError:
+            print(
+                f"{name}: not attempted yet. Fill in the function above and run this cell again "
+                "(a solution is in the collapsed cell below)."
+            )
+            return False
+        except Exception as exc:
+            raise ExerciseMismatch(
+                f"{name}: case {index} of {len(cases)} ({case.description}) raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        problem = _agree(expected, got, atol)
+        if problem:
+            raise ExerciseMismatch(
+                f"{name}: case {index} of {len(cases)} does not match: {problem}.\n"
+                f"input: {case.description}\nexpected: {_show(expected)}\ngot: {_show(got)}"
+            )
+    print(f"{name}: all {len(cases)} cases agree with pe_book.")
+    return True
+
+
+# ---- chapter 01 -----------------------------------------------------------------
+
+
+def check_permutation_matrix(reader: Callable[[Sequence[int]], torch.Tensor]) -> bool:
+    """Chapter 01: ``reader(perm)`` must return P (float32) with P @ X == X[perm]."""
+    perms = [p for n in (1, 2, 3) for p in itertools.permutations(range(n))]
+    perms += [(4, 0, 3, 1, 2), (5, 4, 3, 2, 1, 0)]
+    cases = [Case((list(p),), f"perm={list(p)}") for p in perms]
+    return check("permutation_matrix", reader, symmetry.permutation_matrix, cases, atol=0.0)
+
+
+def _attention_cases() -> list[Case]:
+    generator = torch.Generator().manual_seed(1)
+    cases = []
+    for q_len, k_len, dim, causal in [
+        (1, 1, 2, False),
+        (3, 3, 4, False),
+        (4, 4, 8, True),
+        (2, 5, 4, False),
+        (2, 5, 4, True),
+        (5, 5, 3, True),
+    ]:
+        q = torch.randn(q_len, dim, generator=generator, dtype=torch.float64)
+        k = torch.randn(k_len, dim, generator=generator, dtype=torch.float64)
+        v = torch.randn(k_len, dim + 1, generator=generator, dtype=torch.float64)
+        cases.append(
+            Case(
+                (q, k, v, causal),
+                f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, causal={causal}",
+            )
+        )
+    return cases
+
+
+def check_attention(
+    reader: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor],
+) -> bool:
+    """Chapter 01: ``reader(q, k, v, causal)`` must equal softmax(q kᵀ/√d + mask) v."""
+
+    def reference(q, k, v, causal):
+        return attn.attention(q, k, v, causal=causal)
+
+    return check("attention", reader, reference, _attention_cases(), atol=1e-10)
+
+
+def check_causal_mask(reader: Callable[[int, int], torch.Tensor]) -> bool:
+    """Chapter 01: ``reader(q_len, k_len)`` must return the bool mask of ``causal_mask``."""
+    sizes = [(1, 1), (3, 3), (1, 4), (2, 5), (4, 7), (6, 6)]
+    cases = [Case((q, k), f"q_len={q}, k_len={k}") for q, k in sizes]
+    return check("causal_mask", reader, attn.causal_mask, cases, atol=0.0)
+
+
+def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
+    """Chapter 01: ``reader(weight, seq_len)`` returns distinct positions the layer cannot see.
+
+    ``weight`` is a (dim × dim) input projection with a non-trivial null space
+    (y = x @ weight.T ignores some directions). The reader returns
+    ``positions`` of shape (seq_len, dim) whose rows are pairwise distinct
+    (distance > 1e-3) yet ``(x + positions) @ weight.T`` is still exactly
+    ``x @ weight.T`` plus one and the same row for every token, so that no
+    permutation of the tokens can be detected downstream.
+    """
+    name = "invisible_positions"
+    generator = torch.Generator().manual_seed(2)
+    dim, seq_len = 4, 5
+    basis = torch.linalg.qr(torch.randn(dim, dim, generator=generator, dtype=torch.float64))[0]
+    weight = basis[:, :3] @ basis[:, :3].T  # rank 3: ignores the direction basis[:, 3]
+    try:
+        positions = reader(weight.clone(), seq_len)
+    except NotImplementedError:
+        print(
+            f"{name}: not attempted yet. Fill in the function above and run this cell again "
+            "(a solution is in the collapsed cell below)."
+        )
+        return False
+    if not isinstance(positions, torch.Tensor) or positions.shape != (seq_len, dim):
+        raise ExerciseMismatch(
+            f"{name}: expected a tensor of shape {(seq_len, dim)}, got {_show(positions)}"
+        )
+    positions = positions.to(torch.float64)
+    distance = torch.cdist(positions, positions) + torch.eye(seq_len, dtype=torch.float64)
+    if float(distance.min()) <= 1e-3:
+        raise ExerciseMismatch(
+            f"{name}: two rows are (almost) equal; the vectors must be distinct:\n{positions}"
+        )
+    seen = positions @ weight.T  # what the layer's projection sees of each position
+    spread = float((seen - seen[0]).abs().max())
+    if spread > 1e-9:
+        raise ExerciseMismatch(
+            f"{name}: the layer sees different projections of your positions (they differ by up "
+            f"to {spread:.3g}), so it can tell the order apart"
+        )
+    print(
+        f"{name}: {seq_len} distinct vectors, all projected to the same point: "
+        "the layer cannot see them."
+    )
+    return True

@@ -1,0 +1,166 @@
+"""SymPy helpers every proof in the book shares.
+
+A proof cell states an identity for symbolic positions, frequencies and
+dimensions, then calls :func:`prove`, which simplifies ``lhs - rhs`` and
+asserts that it is exactly zero. :func:`check_against` then ties the symbolic
+side to the numeric code in ``pe_book`` (lambdify, evaluate both on random
+inputs, compare), so a bug in the package breaks the proof cell too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import sympy as sp
+
+from pe_book._checks import check_int
+
+__all__ = [
+    "check_against",
+    "matrix",
+    "prove",
+    "self_attention",
+    "softmax",
+    "vector",
+]
+
+Expr = sp.Expr | sp.MatrixBase
+
+
+def vector(name: str, n: int, **assumptions: bool) -> sp.Matrix:
+    """Column vector (n × 1) of fresh symbols ``name_0 … name_{n-1}``."""
+    n = check_int("n", n, minimum=1)
+    return sp.Matrix(n, 1, sp.symbols(f"{name}_0:{n}", **assumptions))
+
+
+def matrix(name: str, rows: int, cols: int, **assumptions: bool) -> sp.Matrix:
+    """Matrix (rows × cols) of fresh symbols ``name_{ij}`` (row i, column j)."""
+    rows = check_int("rows", rows, minimum=1)
+    cols = check_int("cols", cols, minimum=1)
+    return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i}{j}", **assumptions))
+
+
+def _is_zero(expr: sp.Expr) -> bool:
+    """Exact zero test: cheap expansion first, full simplification only if needed."""
+    if expr == 0 or sp.expand(expr) == 0:
+        return True
+    return sp.simplify(expr) == 0
+
+
+def prove(lhs: Expr, rhs: Expr, *, what: str = "identity") -> bool:
+    """Assert ``lhs == rhs`` exactly, by simplifying ``lhs - rhs`` to zero.
+
+    Works entry-wise for matrices. Returns True, so a cell can end in
+    ``assert prove(...)``; raises AssertionError naming ``what`` and showing the
+    first non-zero residual otherwise.
+    """
+    if isinstance(lhs, sp.MatrixBase) or isinstance(rhs, sp.MatrixBase):
+        lhs_m, rhs_m = sp.Matrix(lhs), sp.Matrix(rhs)
+        if lhs_m.shape != rhs_m.shape:
+            raise AssertionError(f"{what}: shapes differ, {lhs_m.shape} vs {rhs_m.shape}")
+        pairs = list(zip(lhs_m, rhs_m, strict=True))
+    else:
+        pairs = [(sp.sympify(lhs), sp.sympify(rhs))]
+    for index, (a, b) in enumerate(pairs):
+        if not _is_zero(a - b):
+            residual = sp.simplify(a - b)
+            raise AssertionError(
+                f"{what} does not hold: entry {index} of lhs - rhs simplifies to "
+                f"{str(residual)[:300]}, not 0"
+            )
+    return True
+
+
+def softmax(scores: sp.MatrixBase) -> sp.Matrix:
+    """Row-wise softmax of a symbolic matrix: exp(s_ij) / Σ_j exp(s_ij)."""
+    scores = sp.Matrix(scores)
+    out = sp.zeros(*scores.shape)
+    for row in range(scores.rows):
+        exps = [sp.exp(s) for s in scores.row(row)]
+        total = sp.Add(*exps)
+        for col, e in enumerate(exps):
+            out[row, col] = e / total
+    return out
+
+
+def self_attention(
+    x: sp.MatrixBase,
+    w_q: sp.MatrixBase,
+    w_k: sp.MatrixBase,
+    w_v: sp.MatrixBase,
+    *,
+    causal: bool = False,
+) -> sp.Matrix:
+    """Single-head self-attention, symbolically: softmax(Q Kᵀ / √d + M) V.
+
+    x is (n_tokens × d_model), one token per row; Q = x W_q, K = x W_k, V = x W_v;
+    d is the number of columns of W_q. With ``causal=True``, M is -∞ above the
+    diagonal (token i sees tokens j <= i), so those weights are exactly 0.
+    The symbolic twin of ``pe_book.attention.attention``. Chapter 01.
+    """
+    q, k, v = x * w_q, x * w_k, x * w_v
+    scores = (q * k.T) / sp.sqrt(w_q.shape[1])
+    if causal:
+        for i in range(scores.rows):
+            for j in range(i + 1, scores.cols):
+                scores[i, j] = -sp.oo
+    return softmax(scores) * v
+
+
+def _flat_symbols(item: sp.Symbol | sp.MatrixBase) -> list[sp.Symbol]:
+    return list(item) if isinstance(item, sp.MatrixBase) else [item]
+
+
+def check_against(
+    expr: Expr,
+    numeric: Callable[..., object],
+    inputs: Sequence[sp.Symbol | sp.MatrixBase],
+    *,
+    trials: int = 10,
+    seed: int = 0,
+    atol: float = 1e-9,
+    sampler: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray] | None = None,
+) -> float:
+    """Compare a symbolic expression with numeric code on random inputs.
+
+    Each entry of ``inputs`` (a Symbol or a Matrix of symbols) gets random
+    float64 values of its shape (standard normal unless ``sampler`` says
+    otherwise); ``expr`` is lambdified and evaluated, ``numeric(*arrays)`` is
+    called with the same values (a Symbol as a float, a Matrix as an ndarray of
+    its shape). Returns the largest absolute difference over all trials and
+    raises AssertionError if it exceeds ``atol``. This is a numeric check of
+    the code against the proven formula, not a proof.
+    """
+    trials = check_int("trials", trials, minimum=1)
+    flat = [s for item in inputs for s in _flat_symbols(item)]
+    free = sp.sympify(expr).free_symbols
+    missing = free - set(flat)
+    if missing:
+        raise ValueError(
+            f"inputs must cover every free symbol of expr; missing {sorted(map(str, missing))}"
+        )
+    evaluate = sp.lambdify(flat, expr, modules="numpy")
+    rng = np.random.default_rng(seed)
+    draw = sampler or (lambda generator, shape: generator.standard_normal(shape))
+    worst = 0.0
+    for _ in range(trials):
+        arrays = []
+        for item in inputs:
+            shape = tuple(item.shape) if isinstance(item, sp.MatrixBase) else ()
+            arrays.append(np.asarray(draw(rng, shape), dtype=np.float64))
+        flat_values = [float(v) for a in arrays for v in np.ravel(a)]
+        expected = np.asarray(evaluate(*flat_values), dtype=np.float64)
+        got = np.asarray(numeric(*[a if a.ndim else float(a) for a in arrays]), dtype=np.float64)
+        if got.squeeze().shape != expected.squeeze().shape:
+            raise ValueError(
+                f"numeric returned shape {got.shape}, the formula has shape {expected.shape}"
+            )
+        expected, got = expected.squeeze(), got.squeeze()
+        worst = max(worst, float(np.max(np.abs(expected - got))))
+    if worst > atol:
+        raise AssertionError(
+            f"numeric code disagrees with the symbolic formula: max |difference| = {worst:.3g} "
+            f"> atol = {atol:g}"
+        )
+    return worst
