@@ -20,7 +20,17 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["SOURCES", "Claim", "Verdict", "confirm", "for_chapter", "get", "judge", "registry"]
+__all__ = [
+    "SOURCES",
+    "Claim",
+    "Verdict",
+    "confirm",
+    "for_chapter",
+    "get",
+    "judge",
+    "markdown_table",
+    "registry",
+]
 
 #: The source articles (kept outside the book, cited by file name).
 SOURCES = {
@@ -93,7 +103,7 @@ def judge(*, holds: bool, caveat: str | None = None) -> Verdict:
     return Verdict.CAVEAT if caveat else Verdict.HOLDS
 
 
-def confirm(claim_id: str, *, holds: bool, caveat: str | None = None) -> Claim:
+def confirm(claim_id: str, *, holds: bool, caveat: str | None = None) -> None:
     """Assert that the evidence's verdict equals the registry's; print one line.
 
     Raises AssertionError if they differ: either the evidence changed or the
@@ -107,4 +117,12 @@ def confirm(claim_id: str, *, holds: bool, caveat: str | None = None) -> Claim:
         )
     detail = f" ({caveat})" if caveat else ""
     print(f"[{claim_id}] {claim.verdict}{detail}: evidence and registry agree.")
-    return claim
+
+
+def markdown_table(selected: list[Claim]) -> str:
+    """The claims as a Markdown table (id, source, claim, verdict, reason) for a chapter."""
+    rows = ["| claim | source | what it says | verdict | why |", "| --- | --- | --- | --- | --- |"]
+    for c in selected:
+        cells = [f"`{c.id}`", f"`{c.source}`", c.claim, f"**{c.verdict}**", c.reason]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows)

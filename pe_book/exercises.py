@@ -25,9 +25,9 @@ __all__ = [
     "ExerciseMismatch",
     "check",
     "check_attention",
-    "check_causal_mask",
     "check_invisible_positions",
     "check_permutation_matrix",
+    "check_recover_positions",
 ]
 
 
@@ -73,12 +73,12 @@ def check(
     cases: Iterable[Case],
     *,
     atol: float = 1e-5,
-) -> bool:
+) -> None:
     """Compare ``reader`` with ``reference`` on every case.
 
-    Returns True when all cases agree (and prints so), False when the reader's
-    stub raises NotImplementedError; raises ExerciseMismatch on the first
-    disagreement or on any other exception from the reader's code.
+    Prints that all cases agree, or that the reader's stub still raises
+    NotImplementedError ("not attempted yet"); raises ExerciseMismatch on the
+    first disagreement or on any other exception from the reader's code.
     """
     cases = list(cases)
     for index, case in enumerate(cases, start=1):
@@ -90,7 +90,7 @@ def check(
                 f"{name}: not attempted yet. Fill in the function above and run this cell again "
                 "(a solution is in the collapsed cell below)."
             )
-            return False
+            return
         except Exception as exc:
             raise ExerciseMismatch(
                 f"{name}: case {index} of {len(cases)} ({case.description}) raised "
@@ -103,18 +103,17 @@ def check(
                 f"input: {case.description}\nexpected: {_show(expected)}\ngot: {_show(got)}"
             )
     print(f"{name}: all {len(cases)} cases agree with pe_book.")
-    return True
 
 
 # ---- chapter 01 -----------------------------------------------------------------
 
 
-def check_permutation_matrix(reader: Callable[[Sequence[int]], torch.Tensor]) -> bool:
+def check_permutation_matrix(reader: Callable[[Sequence[int]], torch.Tensor]) -> None:
     """Chapter 01: ``reader(perm)`` must return P (float32) with P @ X == X[perm]."""
     perms = [p for n in (1, 2, 3) for p in itertools.permutations(range(n))]
     perms += [(4, 0, 3, 1, 2), (5, 4, 3, 2, 1, 0)]
     cases = [Case((list(p),), f"perm={list(p)}") for p in perms]
-    return check("permutation_matrix", reader, symmetry.permutation_matrix, cases, atol=0.0)
+    check("permutation_matrix", reader, symmetry.permutation_matrix, cases, atol=0.0)
 
 
 def _attention_cases() -> list[Case]:
@@ -142,23 +141,29 @@ def _attention_cases() -> list[Case]:
 
 def check_attention(
     reader: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor],
-) -> bool:
+) -> None:
     """Chapter 01: ``reader(q, k, v, causal)`` must equal softmax(q kᵀ/√d + mask) v."""
 
     def reference(q, k, v, causal):
         return attn.attention(q, k, v, causal=causal)
 
-    return check("attention", reader, reference, _attention_cases(), atol=1e-10)
+    check("attention", reader, reference, _attention_cases(), atol=1e-10)
 
 
-def check_causal_mask(reader: Callable[[int, int], torch.Tensor]) -> bool:
-    """Chapter 01: ``reader(q_len, k_len)`` must return the bool mask of ``causal_mask``."""
-    sizes = [(1, 1), (3, 3), (1, 4), (2, 5), (4, 7), (6, 6)]
-    cases = [Case((q, k), f"q_len={q}, k_len={k}") for q, k in sizes]
-    return check("causal_mask", reader, attn.causal_mask, cases, atol=0.0)
+def check_recover_positions(reader: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 01: ``reader(share)`` turns ``symmetry.bos_share(L)`` into positions 0..L-1."""
+
+    def truth(share: torch.Tensor) -> torch.Tensor:
+        return torch.arange(share.shape[0], dtype=torch.float64)
+
+    cases = [
+        Case((symmetry.bos_share(seq_len),), f"bos_share(seq_len={seq_len})")
+        for seq_len in (1, 2, 5, 17, 64)
+    ]
+    check("recover_positions", reader, truth, cases, atol=1e-6)
 
 
-def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
+def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor]) -> None:
     """Chapter 01: ``reader(weight, seq_len)`` returns distinct positions the layer cannot see.
 
     ``weight`` is a (dim × dim) input projection with a non-trivial null space
@@ -180,7 +185,7 @@ def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor
             f"{name}: not attempted yet. Fill in the function above and run this cell again "
             "(a solution is in the collapsed cell below)."
         )
-        return False
+        return
     if not isinstance(positions, torch.Tensor) or positions.shape != (seq_len, dim):
         raise ExerciseMismatch(
             f"{name}: expected a tensor of shape {(seq_len, dim)}, got {_show(positions)}"
@@ -202,4 +207,3 @@ def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor
         f"{name}: {seq_len} distinct vectors, all projected to the same point: "
         "the layer cannot see them."
     )
-    return True

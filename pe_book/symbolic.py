@@ -51,10 +51,18 @@ def _is_zero(expr: sp.Expr) -> bool:
 def prove(lhs: Expr, rhs: Expr, *, what: str = "identity") -> bool:
     """Assert ``lhs == rhs`` exactly, by simplifying ``lhs - rhs`` to zero.
 
-    Works entry-wise for matrices. Returns True, so a cell can end in
+    Works entry-wise for explicit matrices, and on whole expressions for
+    matrices of symbolic size (``sp.MatrixSymbol``). Returns True, so a cell can end in
     ``assert prove(...)``; raises AssertionError naming ``what`` and showing the
     first non-zero residual otherwise.
     """
+    symbolic_shape = (sp.MatrixExpr,)
+    if isinstance(lhs, symbolic_shape) or isinstance(rhs, symbolic_shape):
+        # matrices of symbolic size (MatrixSymbol products): compare as expressions
+        residual = sp.simplify((lhs - rhs).doit())
+        if not (isinstance(residual, sp.ZeroMatrix) or residual == 0):
+            raise AssertionError(f"{what} does not hold: lhs - rhs simplifies to {residual}, not 0")
+        return True
     if isinstance(lhs, sp.MatrixBase) or isinstance(rhs, sp.MatrixBase):
         lhs_m, rhs_m = sp.Matrix(lhs), sp.Matrix(rhs)
         if lhs_m.shape != rhs_m.shape:

@@ -14,9 +14,16 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from pe_book._checks import check_tensor
+from pe_book._checks import check_int, check_tensor
+from pe_book.attention import attention
 
-__all__ = ["check_permutation", "equivariance_gap", "invariance_gap", "permutation_matrix"]
+__all__ = [
+    "bos_share",
+    "check_permutation",
+    "equivariance_gap",
+    "invariance_gap",
+    "permutation_matrix",
+]
 
 
 def check_permutation(perm: Sequence[int] | torch.Tensor, n: int | None = None) -> list[int]:
@@ -71,3 +78,21 @@ def invariance_gap(
     check_tensor("x", x, min_ndim=2, floating=True)
     values = check_permutation(perm, x.shape[-2])
     return _gap(readout(x[..., values, :]), readout(x))
+
+
+def bos_share(seq_len: int, *, causal: bool = True) -> torch.Tensor:
+    """How much attention each position pays to a first (BOS) token, with no positions at all.
+
+    The input is a BOS token e_0 followed by ``seq_len - 1`` copies of one other
+    token e_1; queries are zero, so every visible key gets the same weight.
+    Returns the first coordinate of the output at each position m, i.e. the
+    weight on BOS: 1 / (m + 1) with a causal mask (m + 1 keys visible), and
+    1 / seq_len for every m without it. Shape (seq_len,), float64.
+    A causal mask alone therefore lets a position-free layer count. Chapter 01.
+    """
+    seq_len = check_int("seq_len", seq_len, minimum=1)
+    x = torch.zeros(seq_len, 2, dtype=torch.float64)  # (seq_len, 2): one token per row
+    x[0, 0] = 1.0  # BOS = e_0 at m = 0
+    x[1:, 1] = 1.0  # every later token is e_1
+    queries = torch.zeros_like(x)  # zero scores: uniform weights over the visible keys
+    return attention(queries, x, x, causal=causal)[:, 0]  # (seq_len,)

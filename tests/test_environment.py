@@ -1,0 +1,83 @@
+"""The environment files agree: pyproject ranges, the exact lock, environment.yml, CI's command."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
+NOT_PACKAGES = {"python", "pip"}
+
+
+def pyproject_requirements() -> dict[str, SpecifierSet]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lines = list(project["dependencies"])
+    for deps in project["optional-dependencies"].values():
+        lines += [d for d in deps if not d.startswith("pe_book")]
+    reqs = [Requirement(line) for line in lines]
+    return {canonicalize_name(r.name): r.specifier for r in reqs}
+
+
+def conda_requirements() -> dict[str, SpecifierSet]:
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    found: dict[str, SpecifierSet] = {}
+    for entry in env["dependencies"]:
+        for line in entry["pip"] if isinstance(entry, dict) else [entry]:
+            line = line.split("#")[0].strip()
+            if line.startswith("-e"):
+                continue
+            name, _, rest = line.partition(" ")
+            name = canonicalize_name(CONDA_NAMES.get(name, name))
+            if name in NOT_PACKAGES:
+                continue
+            version = rest.split()[0] if rest.split() else ""  # drop a conda build string
+            found[name] = SpecifierSet(version)
+    return found
+
+
+def lock_pins() -> dict[str, Version]:
+    pins = {}
+    for line in (ROOT / "requirements" / "lock.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[canonicalize_name(name)] = Version(version)
+    return pins
+
+
+def test_environment_yml_names_the_same_packages_with_the_same_ranges():
+    assert conda_requirements() == pyproject_requirements()
+
+
+def test_lock_pins_every_requirement_inside_its_range():
+    pins = lock_pins()
+    for name, spec in pyproject_requirements().items():
+        assert name in pins, f"{name} is required by pyproject.toml but not pinned in the lock"
+        assert spec.contains(pins[name], prereleases=True), (
+            f"lock pins {name}=={pins[name]}, outside {spec}"
+        )
+
+
+def test_lock_takes_the_cpu_build_of_torch():
+    assert lock_pins()["torch"].local == "cpu"
+    assert re.search(r"cpu_\*", (ROOT / "environment.yml").read_text())
+
+
+def test_lock_has_no_editable_or_unpinned_lines():
+    for line in (ROOT / "requirements" / "lock.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            assert re.fullmatch(r"[A-Za-z0-9_.\-]+==[^\s=]+", line), line
+
+
+def test_ci_runs_the_readme_test_command_with_strict_nbval():
+    ci = (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert "make test" in ci and "make test" in readme
+    assert "--nbval " in makefile and "--nbval-lax" not in makefile
+    assert "--dist loadfile" in makefile  # cells of one notebook share one kernel

@@ -1,0 +1,94 @@
+"""pe_book.exercises: checkers accept right answers, report stubs, and name the first wrong case."""
+
+import pytest
+import torch
+
+from pe_book import exercises, symmetry
+from pe_book.attention import attention
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+def test_check_reports_a_stub_as_not_attempted(capsys):
+    exercises.check_permutation_matrix(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_permutation_matrix_checker(capsys):
+    exercises.check_permutation_matrix(symmetry.permutation_matrix)
+    assert "all 11 cases agree" in capsys.readouterr().out
+    with pytest.raises(
+        exercises.ExerciseMismatch, match=r"case 7 of 11 .*\ninput: perm=\[1, 2, 0\]"
+    ):
+        exercises.check_permutation_matrix(
+            lambda perm: symmetry.permutation_matrix(perm).T
+        )  # P⁻¹, not P
+
+
+def test_attention_checker_accepts_the_package_and_catches_a_missing_scale(capsys):
+    exercises.check_attention(lambda q, k, v, causal: attention(q, k, v, causal=causal))
+    assert "all 6 cases agree" in capsys.readouterr().out
+
+    def unscaled(q, k, v, causal):
+        return torch.softmax(q @ k.T, dim=-1) @ v
+
+    with pytest.raises(exercises.ExerciseMismatch, match=r"case 2 of 6 .* values differ"):
+        exercises.check_attention(unscaled)
+
+
+def test_attention_checker_catches_a_top_left_aligned_mask():
+    def top_left(q, k, v, causal):
+        scores = q @ k.T / q.shape[-1] ** 0.5
+        if causal:
+            scores = scores.masked_fill(
+                ~torch.ones_like(scores, dtype=torch.bool).tril(), float("-inf")
+            )
+        return torch.softmax(scores, dim=-1) @ v
+
+    with pytest.raises(
+        exercises.ExerciseMismatch, match=r"q \(2, 4\), k \(5, 4\), v \(5, 5\), causal=True"
+    ):
+        exercises.check_attention(top_left)
+
+
+def test_recover_positions_checker(capsys):
+    exercises.check_recover_positions(lambda share: 1 / share - 1)
+    assert "all 5 cases agree" in capsys.readouterr().out
+    with pytest.raises(exercises.ExerciseMismatch, match="values differ"):
+        exercises.check_recover_positions(lambda share: 1 / share)  # off by one
+
+
+def test_a_crash_in_the_readers_code_is_reported_with_the_case():
+    with pytest.raises(exercises.ExerciseMismatch, match="raised ZeroDivisionError"):
+        exercises.check_recover_positions(lambda share: 1 / 0)
+
+
+def test_shape_and_dtype_mismatches_are_explained():
+    with pytest.raises(exercises.ExerciseMismatch, match=r"shape \(1, 1\) instead of \(1,\)"):
+        exercises.check_recover_positions(lambda share: share[:, None])
+    with pytest.raises(exercises.ExerciseMismatch, match=r"expected a torch\.Tensor, got list"):
+        exercises.check_recover_positions(lambda share: (1 / share - 1).tolist())
+
+
+def null_space_solution(weight, seq_len):
+    _, _, vh = torch.linalg.svd(weight)
+    return torch.arange(seq_len, dtype=weight.dtype)[:, None] * vh[-1]
+
+
+def test_invisible_positions_checker(capsys):
+    exercises.check_invisible_positions(null_space_solution)
+    assert "the layer cannot see them" in capsys.readouterr().out
+    exercises.check_invisible_positions(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+    with pytest.raises(exercises.ExerciseMismatch, match="two rows are"):
+        exercises.check_invisible_positions(lambda weight, seq_len: torch.zeros(seq_len, 4))
+    with pytest.raises(exercises.ExerciseMismatch, match="the layer sees different projections"):
+        exercises.check_invisible_positions(
+            lambda weight, seq_len: (
+                torch.arange(seq_len, dtype=torch.float64)[:, None] * torch.ones(4)
+            )
+        )
+    with pytest.raises(exercises.ExerciseMismatch, match="expected a tensor of shape"):
+        exercises.check_invisible_positions(lambda weight, seq_len: torch.zeros(3))

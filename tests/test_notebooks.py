@@ -1,0 +1,96 @@
+"""Static checks of the chapters: shape, hygiene, stored outputs (nbval re-runs them)."""
+
+import base64
+import json
+import re
+import struct
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+MACHINE_PATH = re.compile(r"/root/|/tmp/|/home/|/Users/|site-packages/|/work/")
+CHAPTER_SECTIONS = ["## Claims checked", "## Exercises", "## Summary", "## References"]
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def text(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def test_every_chapter_is_in_the_table_of_contents():
+    toc = yaml.safe_load((ROOT / "notebooks" / "_toc.yml").read_text())
+    listed = {toc["root"]} | {c["file"] for part in toc["parts"] for c in part["chapters"]}
+    assert listed == {p.stem for p in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_was_run_top_to_bottom_without_errors(path):
+    cells = [c for c in load(path)["cells"] if c["cell_type"] == "code" and text(c).strip()]
+    counts = [c["execution_count"] for c in cells]
+    assert counts == list(range(1, len(cells) + 1)), "re-run it in a fresh kernel (make execute)"
+    for cell in cells:
+        for out in cell["outputs"]:
+            assert out["output_type"] != "error", text(cell)[:200]
+            assert out.get("name") != "stderr", f"stderr output in: {text(cell)[:200]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_machine_paths_in_sources_or_outputs(path):
+    blob = path.read_text(encoding="utf-8")
+    assert not MACHINE_PATH.search(blob), MACHINE_PATH.search(blob).group(0)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_figures_are_small_pngs(path):
+    for cell in load(path)["cells"]:
+        for out in cell.get("outputs", []):
+            png = out.get("data", {}).get("image/png")
+            if png:
+                raw = base64.b64decode(png)
+                width, height = struct.unpack(">II", raw[16:24])
+                assert width <= 1000 and height <= 800, (width, height)
+                assert len(raw) < 150_000
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_chapter_shape(path):
+    cells = load(path)["cells"]
+    assert cells[0]["cell_type"] == "markdown" and text(cells[0]).startswith("# ")
+    if path.stem == "00_preface":
+        return
+    markdown = "\n".join(text(c) for c in cells if c["cell_type"] == "markdown")
+    assert "**What you will learn**" in markdown and "**Prerequisites**" in markdown
+    positions = [markdown.find(section) for section in CHAPTER_SECTIONS]
+    assert -1 not in positions and positions == sorted(positions), (
+        "sections missing or out of order"
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in NOTEBOOKS if p.stem != "00_preface"], ids=lambda p: p.stem
+)
+def test_exercises_have_stub_checker_and_collapsed_solution(path):
+    cells = load(path)["cells"]
+    stubs = [i for i, c in enumerate(cells) if "raise NotImplementedError" in text(c)]
+    assert len(stubs) >= 3, "at least three exercises per chapter"
+    for i in stubs:
+        assert "exercises.check_" in text(cells[i]) or "exercises.check_" in text(cells[i + 1])
+        solution = cells[i + 1]
+        assert "hide-input" in solution["metadata"].get("tags", []), (
+            "solution must be collapsed in HTML"
+        )
+        assert solution["metadata"].get("jupyter", {}).get("source_hidden"), "and in JupyterLab"
+        assert "exercises.check_" in text(solution), "the solution is run through the checker"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_code_cells_stay_short(path):
+    for cell in load(path)["cells"]:
+        if cell["cell_type"] == "code":
+            assert len(text(cell).splitlines()) <= 20, text(cell)[:120]
