@@ -17,7 +17,6 @@ STAMP := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
-export MPLBACKEND := Agg
 export HF_HUB_OFFLINE := 1
 
 .PHONY: env book test lint unit nbval html-check lab execute lock screenshot clean

@@ -115,8 +115,9 @@ def confirm(claim_id: str, *, holds: bool, caveat: str | None = None) -> None:
         raise AssertionError(
             f"claim {claim_id}: the evidence says '{observed}', the registry says '{claim.verdict}'"
         )
-    detail = f" ({caveat})" if caveat else ""
-    print(f"[{claim_id}] {claim.verdict}{detail}: evidence and registry agree.")
+    print(f"[{claim_id}] {claim.verdict}: evidence and registry agree")
+    if caveat:
+        print(f"    caveat found: {caveat}")
 
 
 def markdown_table(selected: list[Claim]) -> str:

@@ -31,6 +31,12 @@ __all__ = [
 ]
 
 
+_NOT_ATTEMPTED = (
+    "{name}: not attempted yet.\n"
+    "  Fill in the stub above and rerun this cell; the solution is collapsed below."
+)
+
+
 class ExerciseMismatch(AssertionError):
     """The reader's function disagrees with the package on a case."""
 
@@ -86,10 +92,7 @@ def check(
         try:
             got = reader(*case.args)
         except NotImplementedError:
-            print(
-                f"{name}: not attempted yet. Fill in the function above and run this cell again "
-                "(a solution is in the collapsed cell below)."
-            )
+            print(_NOT_ATTEMPTED.format(name=name))
             return
         except Exception as exc:
             raise ExerciseMismatch(
@@ -181,10 +184,7 @@ def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor
     try:
         positions = reader(weight.clone(), seq_len)
     except NotImplementedError:
-        print(
-            f"{name}: not attempted yet. Fill in the function above and run this cell again "
-            "(a solution is in the collapsed cell below)."
-        )
+        print(_NOT_ATTEMPTED.format(name=name))
         return
     if not isinstance(positions, torch.Tensor) or positions.shape != (seq_len, dim):
         raise ExerciseMismatch(

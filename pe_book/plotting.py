@@ -37,11 +37,21 @@ def use_book_style() -> None:
 
 
 def heatmap(
-    ax, values, *, xlabel: str, ylabel: str, title: str, colorbar_label: str, **imshow_kwargs
+    ax,
+    values,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    colorbar_label: str,
+    xticklabels=None,
+    yticklabels=None,
+    **imshow_kwargs,
 ):
     """Draw a labelled matrix with a colour bar on ``ax``; returns the image.
 
-    ``values`` is anything NumPy can convert (a tensor is converted with .numpy()).
+    ``values`` is anything NumPy can convert (a tensor is converted with .numpy());
+    ``xticklabels``/``yticklabels`` name the columns/rows (e.g. the tokens).
     """
     array = values.detach().cpu().numpy() if hasattr(values, "detach") else np.asarray(values)
     image = ax.imshow(array, aspect="auto", interpolation="nearest", **imshow_kwargs)
@@ -49,5 +59,9 @@ def heatmap(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(False)
+    if xticklabels is not None:
+        ax.set_xticks(range(len(xticklabels)), xticklabels, rotation=45)
+    if yticklabels is not None:
+        ax.set_yticks(range(len(yticklabels)), yticklabels)
     ax.figure.colorbar(image, ax=ax, label=colorbar_label)
     return image

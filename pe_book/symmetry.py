@@ -10,6 +10,7 @@ the layer cannot tell the two orders apart.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 
 import torch
@@ -51,33 +52,51 @@ def permutation_matrix(
     return eye[values]  # (n, n): row i = e_{perm[i]}
 
 
-def _gap(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float((a - b).abs().max())
+def _orders(x: torch.Tensor, perm: Sequence[int] | None) -> list[list[int]]:
+    n_tokens = x.shape[-2]
+    if perm is not None:
+        return [check_permutation(perm, n_tokens)]
+    if n_tokens > 8:
+        raise ValueError(
+            f"perm=None tries all orders; that is too many for {n_tokens} tokens (max 8)"
+        )
+    return [list(p) for p in itertools.permutations(range(n_tokens))]
 
 
 def equivariance_gap(
-    layer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, perm: Sequence[int]
+    layer: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    perm: Sequence[int] | None = None,
 ) -> float:
-    """max |layer(x[perm]) - layer(x)[perm]| over all entries; tokens along dim -2.
+    """max |layer(x[perm]) - layer(x)[perm]|; tokens along dim -2 of x.
 
-    0 (up to rounding) means the layer is equivariant for this permutation:
+    With ``perm=None`` the maximum is over *all* orders of the tokens (at most
+    8 tokens, 40,320 orders). 0 up to rounding means the layer is equivariant:
     reordering the input only reorders the output.
     """
     check_tensor("x", x, min_ndim=2, floating=True)
-    values = check_permutation(perm, x.shape[-2])
-    return _gap(layer(x[..., values, :]), layer(x)[..., values, :])
+    reference = layer(x)
+    return max(
+        float((layer(x[..., order, :]) - reference[..., order, :]).abs().max())
+        for order in _orders(x, perm)
+    )
 
 
 def invariance_gap(
-    readout: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, perm: Sequence[int]
+    readout: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    perm: Sequence[int] | None = None,
 ) -> float:
     """max |readout(x[perm]) - readout(x)|; tokens along dim -2 of x.
 
-    0 (up to rounding) means the read-out cannot tell the two orders apart.
+    With ``perm=None`` the maximum is over all orders of the tokens (at most 8).
+    0 up to rounding means the read-out cannot tell the orders apart.
     """
     check_tensor("x", x, min_ndim=2, floating=True)
-    values = check_permutation(perm, x.shape[-2])
-    return _gap(readout(x[..., values, :]), readout(x))
+    reference = readout(x)
+    return max(
+        float((readout(x[..., order, :]) - reference).abs().max()) for order in _orders(x, perm)
+    )
 
 
 def bos_share(seq_len: int, *, causal: bool = True) -> torch.Tensor:

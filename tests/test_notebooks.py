@@ -47,6 +47,15 @@ def test_no_machine_paths_in_sources_or_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_figure_cell_stored_its_figure(path):
+    """A cell that draws must have stored a PNG (a non-inline backend would silently drop it)."""
+    for cell in load(path)["cells"]:
+        if cell["cell_type"] == "code" and "plt.show()" in text(cell):
+            kinds = [k for out in cell["outputs"] for k in out.get("data", {})]
+            assert "image/png" in kinds, f"no figure stored for: {text(cell)[:120]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_figures_are_small_pngs(path):
     for cell in load(path)["cells"]:
         for out in cell.get("outputs", []):

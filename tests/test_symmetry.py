@@ -67,3 +67,17 @@ def test_bos_share_counts_positions_under_a_causal_mask(seq_len):
 def test_bos_share_rejects_empty_sequences():
     with pytest.raises(ValueError, match="seq_len must be an int >= 1"):
         symmetry.bos_share(0)
+
+
+def test_gaps_without_perm_take_the_worst_order():
+    weights = torch.tensor([[1.0], [1.0], [2.0]])  # only the last position is special
+    x = torch.tensor([[1.0], [2.0], [3.0]])
+    # moving token 3 away from the last place is the worst order
+    assert symmetry.equivariance_gap(lambda t: t * weights, x) == 3.0
+    assert symmetry.equivariance_gap(lambda t: t * weights, x, [1, 0, 2]) == 0.0
+    assert symmetry.invariance_gap(lambda t: (t * weights).sum(-2), x) == 2.0
+
+
+def test_all_orders_are_refused_for_long_sequences():
+    with pytest.raises(ValueError, match="too many for 9 tokens"):
+        symmetry.invariance_gap(lambda t: t.sum(-2), torch.zeros(9, 2))

@@ -159,7 +159,7 @@ def report() -> int:
     return 0
 
 
-def screenshot(page: str) -> int:
+def screenshot(page: str, height: int = 2400) -> int:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         print("chromium not found: apt-get install chromium", file=sys.stderr)
@@ -179,7 +179,7 @@ def screenshot(page: str) -> int:
                 "--disable-component-update",
                 "--disable-sync",
                 f"--user-data-dir={profile}",
-                "--window-size=1280,2400",
+                f"--window-size=1280,{height}",
                 "--virtual-time-budget=15000",
                 "--hide-scrollbars",
                 f"--screenshot={out}",
@@ -207,12 +207,13 @@ def main(argv: list[str]) -> int:
     sub.add_parser("check", help="check an existing build")
     shot = sub.add_parser("screenshot", help="render one page in headless Chromium")
     shot.add_argument("--page", default="01_symmetry")
+    shot.add_argument("--height", type=int, default=2400, help="window height in pixels")
     args = parser.parse_args(argv)
     if args.command == "build":
         return build(args.execute)
     if args.command == "check":
         return report()
-    return screenshot(args.page)
+    return screenshot(args.page, args.height)
 
 
 if __name__ == "__main__":
