@@ -34,10 +34,10 @@ __all__ = [
 
 #: The source articles (kept outside the book, cited by file name).
 SOURCES = {
-    "000_6a7a68e65e9d9c75.txt": "Blog post: positional encoding via a Taylor expansion",
-    "001_2bb80ace7c402463.txt": "Yunzenn, 'Positional Encoding: how sine waves teach counting'",
-    "003_12a40a9c21488c38.txt": "Q&A thread: 'Sinusoidal embedding — Attention is all you need'",
-    "004_87f13edf937f0989.txt": "Survey: absolute, relative, rotary and ALiBi position embeddings",
+    "000_6a7a68e65e9d9c75.txt": "blog post 【初理解】Transformer中的Positional Encoding",
+    "001_2bb80ace7c402463.txt": "Yunzenn, 第06章：Positional Encoding (a study-guide chapter)",
+    "003_12a40a9c21488c38.txt": "Q&A thread 正弦嵌入 - 您所需要的就是注意力 (translated)",
+    "004_87f13edf937f0989.txt": "survey article on position embeddings (untitled copy)",
 }
 
 

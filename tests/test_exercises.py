@@ -92,3 +92,11 @@ def test_invisible_positions_checker(capsys):
         )
     with pytest.raises(exercises.ExerciseMismatch, match="expected a tensor of shape"):
         exercises.check_invisible_positions(lambda weight, seq_len: torch.zeros(3))
+
+
+def test_recover_positions_needs_the_values_not_just_the_length():
+    def cheat(share):
+        return torch.arange(share.shape[0], dtype=torch.float64)
+
+    with pytest.raises(exercises.ExerciseMismatch, match=r"bos_share\(seq_len=5\)\[2:5\]"):
+        exercises.check_recover_positions(cheat)
