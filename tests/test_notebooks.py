@@ -1,6 +1,7 @@
 """Static checks of the chapters: shape, hygiene, stored outputs (nbval re-runs them)."""
 
 import base64
+import configparser
 import json
 import re
 import struct
@@ -103,3 +104,25 @@ def test_code_cells_stay_short(path):
     for cell in load(path)["cells"]:
         if cell["cell_type"] == "code":
             assert len(text(cell).splitlines()) <= 20, text(cell)[:120]
+
+
+def sanitize(line: str) -> str:
+    """Apply notebooks/nbval_sanitize.cfg the way nbval does (regex, replace; in file order)."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "notebooks" / "nbval_sanitize.cfg", encoding="utf-8")
+    for section in config.sections():
+        line = re.sub(config[section]["regex"], config[section]["replace"], line)
+    return line
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("<Foo at 0x7f3a2b1c4d90>", "<Foo at 0xADDRESS>"),
+        ("/home/ada/book/.venv/lib/python3.11/site-packages/x.py", "PATH"),
+        ("the step took 12.5 ms", "the step took TIME"),
+        ("ratio = 1.25, 12 tokens", "ratio = 1.25, 12 tokens"),  # numbers are left alone
+    ],
+)
+def test_sanitizer_masks_addresses_paths_and_timings_only(raw, clean):
+    assert sanitize(raw) == clean
