@@ -20,7 +20,11 @@ __all__ = [
     "check_against",
     "matrix",
     "prove",
+    "rotation",
     "self_attention",
+    "shift_block",
+    "sinusoidal_pair",
+    "sinusoidal_vector",
     "softmax",
     "vector",
 ]
@@ -114,6 +118,29 @@ def self_attention(
             for j in range(i + 1, scores.cols):
                 scores[i, j] = -sp.oo
     return softmax(scores) * v
+
+
+def rotation(angle: sp.Expr) -> sp.Matrix:
+    """R(φ) = [[cos φ, -sin φ], [sin φ, cos φ]]: turns a point (x, y) counter-clockwise by φ."""
+    return sp.Matrix([[sp.cos(angle), -sp.sin(angle)], [sp.sin(angle), sp.cos(angle)]])
+
+
+def sinusoidal_pair(position: sp.Expr, theta: sp.Expr) -> sp.Matrix:
+    """One pair of the paper's encoding, in its (sin, cos) order: (sin mθ, cos mθ)ᵀ. Chapter 3."""
+    return sp.Matrix([sp.sin(position * theta), sp.cos(position * theta)])
+
+
+def sinusoidal_vector(position: sp.Expr, thetas: list[sp.Expr]) -> sp.Matrix:
+    """PE(m) in the interleaved layout: the pairs for θ_0, θ_1, ... stacked, shape (2·len, 1)."""
+    return sp.Matrix.vstack(*(sinusoidal_pair(position, theta) for theta in thetas))
+
+
+def shift_block(offset: sp.Expr, theta: sp.Expr) -> sp.Matrix:
+    """[[cos kθ, sin kθ], [-sin kθ, cos kθ]] = R(-kθ): maps the pair of m to the pair of m + k.
+
+    In the (sin, cos) order of the paper the shift turns the pair by -kθ. Chapter 4.
+    """
+    return rotation(-offset * theta)
 
 
 def _flat_symbols(item: sp.Symbol | sp.MatrixBase) -> list[sp.Symbol]:

@@ -1,0 +1,184 @@
+"""The sinusoidal position encoding of *Attention Is All You Need* (chapters 3 and 4).
+
+For a position m, a dimension d (even) and a base b (10000 in the paper), pair
+i = 0, ..., d/2 - 1 has the frequency and wavelength
+
+    θ_i = b^(-2i/d),        λ_i = 2π / θ_i,
+
+and contributes the two coordinates sin(m θ_i) and cos(m θ_i). Two layouts
+place them in the vector:
+
+- ``"interleaved"`` (the paper): PE[m, 2i] = sin(m θ_i), PE[m, 2i+1] = cos(m θ_i);
+- ``"half"`` (tensor2tensor-style sin|cos halves): PE[m, i] = sin(m θ_i),
+  PE[m, d/2 + i] = cos(m θ_i).
+
+They hold the same numbers in a different order: ``half = interleaved[:, layout_permutation(d)]``.
+
+Angles are computed from integer positions in float64 whatever the output
+dtype, then the table is rounded once to ``dtype`` (computing m θ_i in half
+precision merges distant positions; chapter 3 measures it).
+
+A shift by k positions is a rotation of every pair: PE(m + k) = M_k PE(m) with
+M_k block-diagonal, block i = [[cos kθ_i, sin kθ_i], [-sin kθ_i, cos kθ_i]] in the
+interleaved layout (chapter 4, :func:`shift_matrix`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from pe_book._checks import check_choice, check_int, check_positive_float, check_tensor
+
+__all__ = [
+    "LAYOUTS",
+    "SinusoidalEncoding",
+    "frequencies",
+    "layout_permutation",
+    "position_angles",
+    "shift_matrix",
+    "sinusoidal_table",
+    "wavelengths",
+]
+
+LAYOUTS = ("interleaved", "half")
+
+
+def frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
+    """θ_i = base^(-2i/d) for i = 0, ..., d/2 - 1; float64, shape (dim/2,). Chapter 3."""
+    dim = check_int("dim", dim, minimum=2, even=True)
+    base = check_positive_float("base", base, above=1.0)
+    exponents = torch.arange(0, dim, 2, dtype=torch.float64) / dim  # 2i/d
+    return base ** (-exponents)
+
+
+def wavelengths(dim: int, base: float = 10000.0) -> torch.Tensor:
+    """λ_i = 2π / θ_i = 2π · base^(2i/d); float64, shape (dim/2,). From 2π to 2π · base^(1 - 2/d)."""
+    return 2 * math.pi / frequencies(dim, base)
+
+
+def _positions(positions: int | torch.Tensor) -> torch.Tensor:
+    if isinstance(positions, torch.Tensor):
+        check_tensor("positions", positions, ndim=1)
+        if positions.is_floating_point() or positions.dtype == torch.bool:
+            raise TypeError(
+                f"positions must be an integer tensor (positions are counted, not measured), "
+                f"got dtype {positions.dtype}"
+            )
+        return positions.to(torch.float64)
+    seq_len = check_int("seq_len", positions, minimum=0)
+    return torch.arange(seq_len, dtype=torch.float64)
+
+
+def position_angles(positions: int | torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """The angles m θ_i, float64, shape (len(positions), dim/2).
+
+    ``positions`` is either a length L (positions 0..L-1) or a 1-D integer tensor.
+    Integers up to 2^53 are exact in float64, so m θ_i is rounded once. Chapter 3.
+    """
+    m = _positions(positions)
+    return m[:, None] * frequencies(dim, base)[None, :]  # (L, dim/2)
+
+
+def layout_permutation(dim: int) -> list[int]:
+    """The column order that turns the interleaved table into the half one.
+
+    ``sinusoidal_table(..., layout="half") == sinusoidal_table(..., layout="interleaved")[:, perm]``
+    with perm = [0, 2, 4, ..., d-2, 1, 3, ..., d-1]: first every sine, then every cosine.
+    """
+    dim = check_int("dim", dim, minimum=2, even=True)
+    return list(range(0, dim, 2)) + list(range(1, dim, 2))
+
+
+def sinusoidal_table(
+    seq_len: int | torch.Tensor,
+    dim: int,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    *,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """The encoding PE of shape (L, dim): row m is the vector added to token m.
+
+    interleaved: PE[m, 2i] = sin(m θ_i), PE[m, 2i+1] = cos(m θ_i) (Vaswani et al., 2017, §3.5);
+    half:        PE[m, i] = sin(m θ_i),  PE[m, d/2 + i] = cos(m θ_i).
+    ``seq_len`` may also be a 1-D integer tensor of positions. Computed in float64,
+    rounded once to ``dtype``. Chapter 3.
+    """
+    layout = check_choice("layout", layout, LAYOUTS)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    angles = position_angles(seq_len, dim, base)  # (L, dim/2), float64
+    sin, cos = torch.sin(angles), torch.cos(angles)
+    if layout == "interleaved":
+        table = torch.stack((sin, cos), dim=-1).flatten(-2)  # (L, dim): sin, cos, sin, cos, ...
+    else:
+        table = torch.cat((sin, cos), dim=-1)  # (L, dim): all sines, then all cosines
+    return table.to(dtype)
+
+
+def shift_matrix(offset: int, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """M_k (dim × dim, float64) with PE(m + k) = M_k PE(m) for every m, interleaved layout.
+
+    Block i (rows and columns 2i, 2i+1) is [[cos kθ_i, sin kθ_i], [-sin kθ_i, cos kθ_i]]:
+    in the (sin, cos) order of the pair this turns the point by -kθ_i. M_k depends on
+    k only, and it is orthogonal. Chapter 4.
+    """
+    offset = check_int("offset", offset)
+    angle = offset * frequencies(dim, base)  # (dim/2,)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    blocks = torch.stack((torch.stack((cos, sin), -1), torch.stack((-sin, cos), -1)), -2)
+    return torch.block_diag(*blocks)  # (dim, dim)
+
+
+class SinusoidalEncoding(nn.Module):
+    """Adds the sinusoidal encoding to token vectors: ``x + PE[offset : offset + L]``.
+
+    The table is built once (float64 angles, rounded to ``dtype``) and kept as a
+    non-persistent buffer, so it follows ``.to(device)`` and stays out of
+    checkpoints. A longer input grows it (to the next power of two) once; nothing
+    is recomputed per call. ``offset`` is the position of the first token, for
+    decoding with a cache. Shapes: x (..., L, dim) -> (..., L, dim). Chapter 3.
+    """
+
+    table: torch.Tensor
+
+    def __init__(
+        self,
+        dim: int,
+        base: float = 10000.0,
+        layout: str = "interleaved",
+        *,
+        max_len: int = 512,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        self.dim = check_int("dim", dim, minimum=2, even=True)
+        self.base = check_positive_float("base", base, above=1.0)
+        self.layout = check_choice("layout", layout, LAYOUTS)
+        max_len = check_int("max_len", max_len, minimum=1)
+        self.register_buffer("table", self._build(max_len, dtype), persistent=False)
+
+    def _build(self, length: int, dtype: torch.dtype) -> torch.Tensor:
+        return sinusoidal_table(length, self.dim, self.base, self.layout, dtype=dtype)
+
+    def _ensure(self, length: int) -> None:
+        if length > self.table.shape[0]:
+            grown = 1 << (length - 1).bit_length()  # next power of two >= length
+            table = self._build(grown, self.table.dtype).to(self.table.device)
+            self.table = table
+
+    def positions(self, seq_len: int, offset: int = 0) -> torch.Tensor:
+        """Rows offset .. offset + seq_len - 1 of the table, shape (seq_len, dim)."""
+        seq_len = check_int("seq_len", seq_len, minimum=0)
+        offset = check_int("offset", offset, minimum=0)
+        self._ensure(offset + seq_len)
+        return self.table[offset : offset + seq_len]
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        check_tensor("x", x, min_ndim=2, floating=True)
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
+        return x + self.positions(x.shape[-2], offset).to(x.dtype)
