@@ -55,7 +55,7 @@ def frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
 
 
 def wavelengths(dim: int, base: float = 10000.0) -> torch.Tensor:
-    """λ_i = 2π / θ_i = 2π · base^(2i/d); float64, shape (dim/2,). From 2π to 2π · base^(1 - 2/d)."""
+    """λ_i = 2π / θ_i = 2π · base^(2i/d); float64, shape (dim/2,); from 2π to 2π · base^(1-2/d)."""
     return 2 * math.pi / frequencies(dim, base)
 
 
