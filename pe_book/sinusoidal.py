@@ -35,8 +35,10 @@ from pe_book._checks import check_choice, check_int, check_positive_float, check
 __all__ = [
     "LAYOUTS",
     "SinusoidalEncoding",
+    "departures_from_paper",
     "frequencies",
     "layout_permutation",
+    "offset_distances",
     "position_angles",
     "shift_matrix",
     "sinusoidal_table",
@@ -131,6 +133,78 @@ def shift_matrix(offset: int, dim: int, base: float = 10000.0) -> torch.Tensor:
     cos, sin = torch.cos(angle), torch.sin(angle)
     blocks = torch.stack((torch.stack((cos, sin), -1), torch.stack((-sin, cos), -1)), -2)
     return torch.block_diag(*blocks)  # (dim, dim)
+
+
+def offset_distances(offsets: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """‖PE(m + r) − PE(m)‖ for each offset r, exactly (float64); the same for every m.
+
+    ‖PE(m + r) − PE(m)‖² = Σ_i 2 − 2 cos(r θ_i) = 4 Σ_i sin²(r θ_i / 2), computed in the
+    sin² form, which keeps its accuracy when the distance is small. Chapter 3.
+    """
+    r = _positions(offsets) if isinstance(offsets, torch.Tensor) else _positions(int(offsets))
+    half_angles = r[:, None] * frequencies(dim, base)[None, :] / 2  # (len, dim/2)
+    return 2 * torch.sin(half_angles).pow(2).sum(-1).sqrt()
+
+
+def _pair_columns(dim: int, layout: str) -> tuple[list[int], list[int]]:
+    """Columns holding sin and cos of pair i, for i = 0..d/2-1."""
+    if layout == "interleaved":
+        return list(range(0, dim, 2)), list(range(1, dim, 2))
+    return list(range(dim // 2)), list(range(dim // 2, dim))
+
+
+def departures_from_paper(
+    table: torch.Tensor,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    *,
+    atol: float = 1e-6,
+) -> list[str]:
+    """Every way ``table`` (L × d, L >= 2) departs from the paper's encoding; [] if none.
+
+    Checks, in this order: row 0 is sin(0) = 0, cos(0) = 1 in every pair; the two
+    columns of each pair hold the sine and cosine of one angle (sin² + cos² = 1),
+    i.e. they share a frequency; pair i turns by θ_i = base^(-2i/d) per position
+    (read off row 1); every entry equals the formula, all to within ``atol``
+    (raise it to the rounding step when auditing a low-precision table).
+    Chapter 3 runs it on the exhibits of ``pe_book.exhibits``.
+    """
+    atol = check_positive_float("atol", atol)
+    layout = check_choice("layout", layout, LAYOUTS)
+    table = torch.as_tensor(table, dtype=torch.float64)
+    check_tensor("table", table, ndim=2)
+    seq_len, dim = table.shape
+    if dim % 2 or seq_len < 2:
+        raise ValueError(
+            f"table must have an even number of columns and >= 2 rows, got {(seq_len, dim)}"
+        )
+    sin_cols, cos_cols = _pair_columns(dim, layout)
+    sin, cos = table[:, sin_cols], table[:, cos_cols]  # (L, d/2) each
+    found = []
+    row0 = float(torch.cat((sin[0].abs(), (cos[0] - 1).abs())).max())
+    if row0 > atol:
+        found.append(
+            f"row 0 is not (sin 0, cos 0) = (0, 1) in every pair (off by up to {row0:.3g})"
+        )
+    circle = float((sin[1:] ** 2 + cos[1:] ** 2 - 1).abs().max())
+    if circle > atol:
+        found.append(
+            f"the columns of a pair are not the sine and cosine of one angle "
+            f"(sin² + cos² is off 1 by up to {circle:.3g}): the pair does not share a frequency"
+        )
+    expected = frequencies(dim, base)
+    read_off = torch.atan2(sin[1], cos[1])  # θ_i itself, since 0 < θ_i <= 1 < π
+    wrong = int(((read_off - expected).abs() > atol).sum())
+    if wrong:
+        found.append(
+            f"{wrong} of {dim // 2} pairs do not turn by base^(-2i/d) per position "
+            f"(pair {dim // 2 - 1}: {float(read_off[-1]):.3g} instead of {float(expected[-1]):.3g})"
+        )
+    formula = sinusoidal_table(seq_len, dim, base, layout, dtype=torch.float64)
+    entries = float((table - formula).abs().max())
+    if entries > atol:
+        found.append(f"entries differ from the paper's formula by up to {entries:.3g}")
+    return found
 
 
 class SinusoidalEncoding(nn.Module):

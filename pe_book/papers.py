@@ -1,0 +1,54 @@
+"""Numbers quoted from papers, kept as data (``pe_book/data/papers.toml``).
+
+A chapter that quotes a paper's table prints it from here, so every quoted
+number appears in an executed cell with the paper and table it comes from.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+__all__ = ["PaperTable", "get"]
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    id: str
+    paper: str
+    table: str
+    columns: list[str]
+    rows: list[list[object]]
+    note: str = ""
+
+    def row(self, label: str) -> dict[str, object]:
+        """The row whose first cell is ``label``, as {column: value}."""
+        for row in self.rows:
+            if row[0] == label:
+                return dict(zip(self.columns, row, strict=True))
+        raise KeyError(f"{self.id} has no row {label!r}; rows: {[r[0] for r in self.rows]}")
+
+    def markdown(self) -> str:
+        """The quoted rows as a Markdown table, captioned with paper and table."""
+        lines = [f"*{self.paper}, {self.table}*", "", "| " + " | ".join(self.columns) + " |"]
+        lines.append("|" + " --- |" * len(self.columns))
+        lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in self.rows]
+        if self.note:
+            lines += ["", self.note]
+        return "\n".join(lines)
+
+
+@cache
+def _tables() -> dict[str, PaperTable]:
+    text = resources.files("pe_book").joinpath("data/papers.toml").read_text(encoding="utf-8")
+    return {entry["id"]: PaperTable(**entry) for entry in tomllib.loads(text)["table"]}
+
+
+def get(table_id: str) -> PaperTable:
+    """The quoted table with this id; a KeyError lists the known ids otherwise."""
+    try:
+        return _tables()[table_id]
+    except KeyError:
+        raise KeyError(f"unknown table {table_id!r}; known: {sorted(_tables())}") from None
