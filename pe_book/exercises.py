@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from pe_book import attention as attn
-from pe_book import sinusoidal, symmetry
+from pe_book import sinusoidal, symmetry, taylor
 
 __all__ = [
     "Case",
@@ -28,6 +28,8 @@ __all__ = [
     "check_attention",
     "check_base_for_wavelength",
     "check_bilinear_terms",
+    "check_circle_solution",
+    "check_diagonal_leak",
     "check_direction_matrix",
     "check_invisible_positions",
     "check_layout_permutation",
@@ -36,6 +38,7 @@ __all__ = [
     "check_recover_positions",
     "check_shift_matrix",
     "check_sinusoidal_table",
+    "check_taylor_terms",
 ]
 
 
@@ -377,3 +380,77 @@ def check_direction_matrix(reader: Callable[[], torch.Tensor]) -> None:
         f"{name}: p_mᵀ W p_n = sin((m − n)θ) on 24 positions and 4 frequencies: "
         "this score can tell before from after."
     )
+
+
+# ---- chapter 02 -----------------------------------------------------------------
+
+
+def _readout_cases() -> list[Case]:
+    generator = torch.Generator().manual_seed(2)
+    cases = []
+    for d in (1, 2, 3):
+        weights = [torch.randn(d, d, generator=generator, dtype=torch.float64) for _ in range(3)]
+        w_o = torch.randn(d, generator=generator, dtype=torch.float64)
+
+        def f(a, b, weights=weights, w_o=w_o):
+            return taylor.attention_readout(a, b, *weights, w_o)
+
+        points = [torch.randn(d, generator=generator, dtype=torch.float64) for _ in range(4)]
+        cases.append(Case((f, *points), f"attention read-out with random weights, d={d}"))
+    cases.append(
+        Case(
+            (lambda a, b: (a * b).sum() ** 2, *[torch.ones(2, dtype=torch.float64)] * 4),
+            "f(x_m, x_n) = (x_m·x_n)², all inputs 1",
+        )
+    )
+    return cases
+
+
+def check_taylor_terms(reader: Callable[..., Any]) -> None:
+    """Chapter 02: ``reader(f, x_m, x_n, p_m, p_n)`` returns the six terms, in TERM_NAMES order."""
+    check(
+        "taylor_terms",
+        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        taylor.taylor_terms,
+        _readout_cases(),
+        atol=1e-9,
+    )
+
+
+def check_circle_solution(reader: Callable[[int, float], torch.Tensor]) -> None:
+    """Chapter 02: ``reader(seq_len, theta)`` returns p_m = (cos mθ, sin mθ), shape (L, 2)."""
+    cases = [
+        Case(args, f"seq_len={args[0]}, theta={args[1]}")
+        for args in [(1, 1.0), (5, 0.5), (12, 0.1), (30, 2.0)]
+    ]
+    check(
+        "circle_solution",
+        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        taylor.circle_solution,
+        cases,
+        atol=1e-12,
+    )
+
+
+def check_diagonal_leak(reader: Callable[[float, float], tuple]) -> None:
+    """Chapter 02: ``reader(h1, h2)`` returns (A, B) with, for p_m = (cos mθ, sin mθ),
+    p_mᵀ diag(h1, h2) p_n = A cos((m − n)θ) + B cos((m + n)θ)."""
+    name = "diagonal_leak"
+    p = taylor.circle_solution(20, 0.3)  # (20, 2)
+    m = torch.arange(20, dtype=torch.float64)
+    diff, total = (m[:, None] - m[None, :]) * 0.3, (m[:, None] + m[None, :]) * 0.3
+    for index, (h1, h2) in enumerate([(1.0, 1.0), (1.0, 0.0), (0.3, -2.0), (2.5, 0.5)], 1):
+        try:
+            coef_diff, coef_total = (float(c) for c in reader(h1, h2))
+        except NotImplementedError:
+            print(_NOT_ATTEMPTED.format(name=name))
+            return
+        actual = p @ torch.diag(torch.tensor([h1, h2], dtype=torch.float64)) @ p.T
+        claimed = coef_diff * torch.cos(diff) + coef_total * torch.cos(total)
+        worst = float((claimed - actual).abs().max())
+        if worst > 1e-9:
+            raise ExerciseMismatch(
+                f"{name}: case {index} (h1={h1}, h2={h2}): your (A, B) = "
+                f"({coef_diff}, {coef_total}) misses p_mᵀHp_n by up to {worst:.3g}"
+            )
+    print(f"{name}: all 4 diagonal matrices agree with p_mᵀ H p_n computed by pe_book.")
