@@ -100,3 +100,33 @@ def test_recover_positions_needs_the_values_not_just_the_length():
 
     with pytest.raises(exercises.ExerciseMismatch, match=r"bos_share\(seq_len=5\)\[2:5\]"):
         exercises.check_recover_positions(cheat)
+
+
+def test_chapter_2_to_4_checkers_accept_right_and_reject_wrong_answers(capsys):
+    from pe_book import sinusoidal, taylor
+
+    exercises.check_taylor_terms(taylor.taylor_terms)
+    exercises.check_circle_solution(taylor.circle_solution)
+    exercises.check_diagonal_leak(lambda h1, h2: ((h1 + h2) / 2, (h1 - h2) / 2))
+    exercises.check_sinusoidal_table(lambda L, d, b: sinusoidal.sinusoidal_table(L, d, b))
+    exercises.check_layout_permutation(sinusoidal.layout_permutation)
+    exercises.check_longest_wavelength(lambda d, b: float(sinusoidal.wavelengths(d, b)[-1]))
+    exercises.check_base_for_wavelength(
+        lambda d, longest: (longest / (2 * torch.pi)) ** (d / (d - 2))
+    )
+    exercises.check_shift_matrix(sinusoidal.shift_matrix)
+    exercises.check_direction_matrix(lambda: torch.tensor([[0.0, 1.0], [-1.0, 0.0]]))
+    out = capsys.readouterr().out
+    assert out.count("agree with") == 8 and "tell before from after" in out
+    with pytest.raises(exercises.ExerciseMismatch, match="does not match"):
+        exercises.check_sinusoidal_table(
+            lambda L, d, b: sinusoidal.sinusoidal_table(L, d, b, "half")
+        )
+    with pytest.raises(exercises.ExerciseMismatch, match="misses"):
+        exercises.check_diagonal_leak(lambda h1, h2: ((h1 + h2) / 2, 0.0))
+    with pytest.raises(exercises.ExerciseMismatch, match="misses"):
+        exercises.check_direction_matrix(lambda: torch.eye(2))
+    with pytest.raises(exercises.ExerciseMismatch, match="miss"):
+        exercises.check_bilinear_terms(lambda w: (1.0, 0.0, 0.0, 0.0))
+    with pytest.raises(exercises.ExerciseMismatch, match="does not match"):
+        exercises.check_shift_matrix(lambda k, d, b: sinusoidal.shift_matrix(k, d, b).T)
