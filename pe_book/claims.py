@@ -15,6 +15,7 @@ mind, false or incomplete outside it); *does not hold*.
 from __future__ import annotations
 
 import enum
+import textwrap
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -117,7 +118,11 @@ def confirm(claim_id: str, *, holds: bool, caveat: str | None = None) -> None:
         )
     print(f"[{claim_id}] {claim.verdict}: evidence and registry agree")
     if caveat:
-        print(f"    caveat found: {caveat}")
+        print(
+            textwrap.fill(
+                caveat, 78, initial_indent="    caveat found: ", subsequent_indent="      "
+            )
+        )
 
 
 def markdown_table(selected: list[Claim]) -> str:

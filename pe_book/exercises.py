@@ -223,10 +223,7 @@ def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor
             f"{name}: the layer sees different projections of your positions (they differ by up "
             f"to {spread:.3g}), so it can tell the order apart"
         )
-    print(
-        f"{name}: {seq_len} distinct vectors, all projected to the same point: "
-        "the layer cannot see them."
-    )
+    print(f"{name}: {seq_len} distinct vectors, all invisible to the layer.")
 
 
 # ---- chapter 03 -----------------------------------------------------------------
@@ -357,7 +354,7 @@ def check_bilinear_terms(reader: Callable[[torch.Tensor], tuple]) -> None:
                 f"{name}: case {index} of {len(matrices)}: W = {w.tolist()}, your coefficients "
                 f"{coefficients} miss p_mᵀ W p_n by up to {worst:.3g} (on the first 24 positions)"
             )
-    print(f"{name}: all {len(matrices)} matrices agree with p_mᵀ W p_n computed by pe_book.")
+    print(f"{name}: all {len(matrices)} matrices agree with p_mᵀ W p_n from pe_book.")
 
 
 def check_direction_matrix(reader: Callable[[], torch.Tensor]) -> None:
@@ -376,10 +373,7 @@ def check_direction_matrix(reader: Callable[[], torch.Tensor]) -> None:
         raise ExerciseMismatch(
             f"{name}: p_mᵀ W p_n misses sin((m − n)θ) by up to {worst:.3g} for W = {w.tolist()}"
         )
-    print(
-        f"{name}: p_mᵀ W p_n = sin((m − n)θ) on 24 positions and 4 frequencies: "
-        "this score can tell before from after."
-    )
+    print(f"{name}: p_mᵀ W p_n = sin((m − n)θ): this score knows the direction.")
 
 
 # ---- chapter 02 -----------------------------------------------------------------
@@ -453,4 +447,4 @@ def check_diagonal_leak(reader: Callable[[float, float], tuple]) -> None:
                 f"{name}: case {index} (h1={h1}, h2={h2}): your (A, B) = "
                 f"({coef_diff}, {coef_total}) misses p_mᵀHp_n by up to {worst:.3g}"
             )
-    print(f"{name}: all 4 diagonal matrices agree with p_mᵀ H p_n computed by pe_book.")
+    print(f"{name}: all 4 matrices agree with p_mᵀ H p_n from pe_book.")

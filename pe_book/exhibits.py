@@ -29,7 +29,8 @@ __all__ = [
 def source(exhibit) -> str:
     """The body of an exhibit, without its docstring, for a chapter to print."""
     body = inspect.getsource(exhibit).split('"""')[-1]
-    return textwrap.dedent(body).strip()
+    lines = [line for line in body.splitlines() if "# fmt:" not in line]
+    return textwrap.dedent("\n".join(lines)).strip()
 
 
 def question_table(seq_len: int, dim: int) -> np.ndarray:
@@ -40,8 +41,11 @@ def question_table(seq_len: int, dim: int) -> np.ndarray:
     and puts cos in the even columns and sin in the odd ones (the paper has the
     opposite).
     """
-    i = np.tile(np.expand_dims(range(dim), 0), [seq_len, 1])  # [[0, ..., d-1], ...]
-    pos = np.tile(np.expand_dims(range(seq_len), 1), [1, dim])  # [[0, ..., 0], [1, ...], ...]
+    # Matrix of [[0, ..., d-1], [0, ..., d-1], ...]
+    i = np.tile(np.expand_dims(range(dim), 0), [seq_len, 1])
+    # Matrix of [[0, ..., 0], [1, ..., 1], ...]
+    pos = np.tile(np.expand_dims(range(seq_len), 1), [1, dim])
+    # Apply the intermediate functions
     pos = np.multiply(pos, 1 / 10000.0)
     i = np.multiply(i, 2.0 / dim)
     matrix = np.power(pos, i)
@@ -60,12 +64,12 @@ def answer1_table(seq_len: int, dim: int) -> np.ndarray:
     frequencies run down to 10000^(-2(d-1)/d), almost 10^-8. Row 0 is all
     zeros on purpose: a padding convention, not part of the paper.
     """
-    position_enc = np.array(
-        [
-            [pos / np.power(10000, 2 * i / dim) for i in range(dim)] if pos != 0 else np.zeros(dim)
-            for pos in range(seq_len)
-        ]
-    )
+    # fmt: off
+    # keep dim 0 for padding token position encoding zero vector
+    position_enc = np.array([
+        [pos / np.power(10000, 2 * i / dim) for i in range(dim)]
+        if pos != 0 else np.zeros(dim) for pos in range(seq_len)])
+    # fmt: on
     position_enc[1:, 0::2] = np.sin(position_enc[1:, 0::2])  # dim 2i
     position_enc[1:, 1::2] = np.cos(position_enc[1:, 1::2])  # dim 2i+1
     return position_enc

@@ -183,22 +183,20 @@ def departures_from_paper(
     found = []
     row0 = float(torch.cat((sin[0].abs(), (cos[0] - 1).abs())).max())
     if row0 > atol:
-        found.append(
-            f"row 0 is not (sin 0, cos 0) = (0, 1) in every pair (off by up to {row0:.3g})"
-        )
+        found.append(f"row 0 is not (sin 0, cos 0) = (0, 1) in every pair (off by {row0:.3g})")
     circle = float((sin[1:] ** 2 + cos[1:] ** 2 - 1).abs().max())
     if circle > atol:
         found.append(
-            f"the columns of a pair are not the sine and cosine of one angle "
-            f"(sin² + cos² is off 1 by up to {circle:.3g}): the pair does not share a frequency"
+            f"a pair's columns are not (sin, cos) of one angle: they do not\n"
+            f"  share a frequency (sin² + cos² is off 1 by up to {circle:.3g})"
         )
     expected = frequencies(dim, base)
     read_off = torch.atan2(sin[1], cos[1])  # θ_i itself, since 0 < θ_i <= 1 < π
     wrong = int(((read_off - expected).abs() > atol).sum())
     if wrong:
         found.append(
-            f"{wrong} of {dim // 2} pairs do not turn by base^(-2i/d) per position "
-            f"(pair {dim // 2 - 1}: {float(read_off[-1]):.3g} instead of {float(expected[-1]):.3g})"
+            f"{wrong} of {dim // 2} pairs do not turn by base^(-2i/d) per position\n"
+            f"  (last pair: {float(read_off[-1]):.3g} instead of {float(expected[-1]):.3g})"
         )
     formula = sinusoidal_table(seq_len, dim, base, layout, dtype=torch.float64)
     entries = float((table - formula).abs().max())

@@ -79,7 +79,7 @@ def null_space_solution(weight, seq_len):
 
 def test_invisible_positions_checker(capsys):
     exercises.check_invisible_positions(null_space_solution)
-    assert "the layer cannot see them" in capsys.readouterr().out
+    assert "invisible to the layer" in capsys.readouterr().out
     exercises.check_invisible_positions(stub)
     assert "not attempted yet" in capsys.readouterr().out
     with pytest.raises(exercises.ExerciseMismatch, match="two rows are"):
@@ -117,7 +117,7 @@ def test_chapter_2_to_4_checkers_accept_right_and_reject_wrong_answers(capsys):
     exercises.check_shift_matrix(sinusoidal.shift_matrix)
     exercises.check_direction_matrix(lambda: torch.tensor([[0.0, 1.0], [-1.0, 0.0]]))
     out = capsys.readouterr().out
-    assert out.count("agree with") == 8 and "tell before from after" in out
+    assert out.count("agree with") == 8 and "knows the direction" in out
     with pytest.raises(exercises.ExerciseMismatch, match="does not match"):
         exercises.check_sinusoidal_table(
             lambda L, d, b: sinusoidal.sinusoidal_table(L, d, b, "half")

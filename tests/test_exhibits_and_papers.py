@@ -29,7 +29,7 @@ def test_the_questions_code_fails_the_audit(seq_len, dim):
 @given(st.integers(3, 30), dims)
 def test_answer_1_breaks_the_pairs(seq_len, dim):
     found = departures_from_paper(exhibits.answer1_table(seq_len, dim))
-    assert any("does not share a frequency" in f for f in found)  # which dimensions share one?
+    assert any("share a frequency" in f for f in found)  # which dimensions share one?
     assert any("row 0" in f for f in found)  # the padding row
 
 
@@ -77,7 +77,8 @@ def test_offset_distances_equal_table_distances(offsets, dim):
 
 def test_exhibit_source_drops_the_docstring():
     text = exhibits.source(exhibits.answer1_table)
-    assert text.startswith("position_enc = np.array(") and '"""' not in text
+    assert text.startswith("# keep dim 0 for padding") and '"""' not in text
+    assert "fmt:" not in text
 
 
 def test_quoted_table3_rows():
