@@ -80,8 +80,10 @@ def tensor2tensor_timing_signal(
 ) -> np.ndarray:
     """Exhibit C, tensor2tensor's ``get_timing_signal_1d``: a legitimate variant. (seq_len, dim).
 
-    Frequencies θ_i = min_timescale^-1 · (max/min)^(-i / (d/2 - 1)), i = 0..d/2-1, so the
-    longest wavelength is exactly 2π · 10000 (the paper's is 2π · 10000^(1 - 2/d));
+    Frequencies θ_i = min_timescale · (max/min)^(-i / (d/2 - 1)), i = 0..d/2-1, as the code
+    computes them (t2t multiplies by min_timescale; with the default 1 it makes no
+    difference), so the longest wavelength is exactly 2π · 10000 (the paper's is
+    2π · 10000^(1 - 2/d));
     layout: all sines, then all cosines (the "half" layout).
     """
     position = np.arange(seq_len, dtype=np.float64)

@@ -107,7 +107,7 @@ def test_chapter_2_to_4_checkers_accept_right_and_reject_wrong_answers(capsys):
 
     exercises.check_taylor_terms(taylor.taylor_terms)
     exercises.check_circle_solution(taylor.circle_solution)
-    exercises.check_diagonal_leak(lambda h1, h2: ((h1 + h2) / 2, (h1 - h2) / 2))
+    exercises.check_diagonal_leak(lambda h1, h2: ((h1 + h2) / 2, (h2 - h1) / 2))
     exercises.check_sinusoidal_table(lambda L, d, b: sinusoidal.sinusoidal_table(L, d, b))
     exercises.check_layout_permutation(sinusoidal.layout_permutation)
     exercises.check_longest_wavelength(lambda d, b: float(sinusoidal.wavelengths(d, b)[-1]))
@@ -123,7 +123,7 @@ def test_chapter_2_to_4_checkers_accept_right_and_reject_wrong_answers(capsys):
             lambda L, d, b: sinusoidal.sinusoidal_table(L, d, b, "half")
         )
     with pytest.raises(exercises.ExerciseMismatch, match="misses"):
-        exercises.check_diagonal_leak(lambda h1, h2: ((h1 + h2) / 2, 0.0))
+        exercises.check_diagonal_leak(lambda h1, h2: ((h1 + h2) / 2, (h1 - h2) / 2))
     with pytest.raises(exercises.ExerciseMismatch, match="misses"):
         exercises.check_direction_matrix(lambda: torch.eye(2))
     with pytest.raises(exercises.ExerciseMismatch, match="miss"):

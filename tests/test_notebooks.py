@@ -126,3 +126,13 @@ def sanitize(line: str) -> str:
 )
 def test_sanitizer_masks_addresses_paths_and_timings_only(raw, clean):
     assert sanitize(raw) == clean
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_printed_lines_fit_the_html_page(path):
+    """Printed output is read in a fixed-width box about 80 characters wide."""
+    for cell in load(path)["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                for line in "".join(out["text"]).splitlines():
+                    assert len(line) <= 80, line
