@@ -10,12 +10,12 @@ documented choice of frequencies); the others are bugs.
 
 from __future__ import annotations
 
-import inspect
 import math
-import textwrap
 
 import numpy as np
 import torch
+
+from pe_book.reading import body
 
 __all__ = [
     "answer1_table",
@@ -28,9 +28,7 @@ __all__ = [
 
 def source(exhibit) -> str:
     """The body of an exhibit, without its docstring, for a chapter to print."""
-    body = inspect.getsource(exhibit).split('"""')[-1]
-    lines = [line for line in body.splitlines() if "# fmt:" not in line]
-    return textwrap.dedent("\n".join(lines)).strip()
+    return body(exhibit)
 
 
 def question_table(seq_len: int, dim: int) -> np.ndarray:

@@ -9,6 +9,7 @@ inputs, compare), so a bug in the package breaks the proof cell too.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -18,6 +19,7 @@ from pe_book._checks import check_int
 
 __all__ = [
     "check_against",
+    "generic_polynomial",
     "identity_holds",
     "matrix",
     "prove",
@@ -27,6 +29,7 @@ __all__ = [
     "sinusoidal_pair",
     "sinusoidal_vector",
     "softmax",
+    "taylor_terms",
     "vector",
 ]
 
@@ -154,6 +157,47 @@ def shift_block(offset: sp.Expr, theta: sp.Expr) -> sp.Matrix:
     In the (sin, cos) order of the paper the shift turns the pair by -kθ. Chapter 4.
     """
     return rotation(-offset * theta)
+
+
+def generic_polynomial(variables: list[sp.Symbol], degree: int, name: str = "c") -> sp.Expr:
+    """Σ c_k · monomial_k over every monomial of total degree <= ``degree``, one symbol each.
+
+    A stand-in for "any polynomial": an identity that holds for it holds for
+    every polynomial of that degree. Chapter 2 uses the cubic.
+    """
+    degree = check_int("degree", degree, minimum=0)
+    monomials = [
+        sp.Mul(*combo)
+        for k in range(degree + 1)
+        for combo in itertools.combinations_with_replacement(variables, k)
+    ]
+    coefficients = sp.symbols(f"{name}_0:{len(monomials)}")
+    return sp.Add(*(c * mono for c, mono in zip(coefficients, monomials, strict=True)))
+
+
+def taylor_terms(
+    f: sp.Expr, x_m: sp.MatrixBase, x_n: sp.MatrixBase, p_m: sp.MatrixBase, p_n: sp.MatrixBase
+) -> list[sp.Expr]:
+    """The six terms of the second-order expansion of f(x_m + p_m, x_n + p_n), symbolically.
+
+    [f, p_mᵀ∇_m f, p_nᵀ∇_n f, ½ p_mᵀH_mm p_m, ½ p_nᵀH_nn p_n, p_mᵀH_mn p_n], derivatives
+    at (x_m, x_n); the SymPy twin of ``pe_book.taylor.taylor_terms``. Chapter 2.
+    """
+    grad_m = sp.Matrix([sp.diff(f, xi) for xi in x_m])
+    grad_n = sp.Matrix([sp.diff(f, xi) for xi in x_n])
+
+    def mixed(i: int, j: int) -> sp.Expr:
+        return sp.diff(f, x_m[i], x_n[j])
+
+    h_mn = sp.Matrix(len(x_m), len(x_n), mixed)
+    return [
+        f,
+        (p_m.T * grad_m)[0],
+        (p_n.T * grad_n)[0],
+        (p_m.T * sp.hessian(f, list(x_m)) * p_m)[0] / 2,
+        (p_n.T * sp.hessian(f, list(x_n)) * p_n)[0] / 2,
+        (p_m.T * h_mn * p_n)[0],
+    ]
 
 
 def _flat_symbols(item: sp.Symbol | sp.MatrixBase) -> list[sp.Symbol]:

@@ -110,3 +110,26 @@ def test_check_against_uses_the_sampler():
         sp.log(t), np.log, [t], sampler=lambda rng, shape: rng.uniform(1, 2, shape)
     )
     assert worst < 1e-12
+
+
+def test_generic_polynomial_has_one_coefficient_per_monomial():
+    x, y = sp.symbols("x y")
+    cubic = symbolic.generic_polynomial([x, y], 3)
+    assert len(cubic.args) == 10  # 1 + 2 + 3 + 4 monomials
+    assert sp.Poly(cubic, x, y).total_degree() == 3
+
+
+def test_symbolic_taylor_terms_match_the_numeric_twin():
+    from pe_book import taylor
+
+    x_m, x_n, p_m, p_n = (symbolic.vector(name, 2) for name in ("a", "b", "p", "q"))
+    f = (x_m.dot(x_n)) ** 2 + sp.sin(x_m[0])
+    terms = sp.Matrix(symbolic.taylor_terms(f, x_m, x_n, p_m, p_n))
+
+    def numeric(a, b, p, q):
+        def g(u, v):
+            return (u @ v) ** 2 + torch.sin(u[0])
+
+        return taylor.taylor_terms(g, *(torch.from_numpy(t.ravel()) for t in (a, b, p, q)))
+
+    symbolic.check_against(terms, numeric, [x_m, x_n, p_m, p_n], atol=1e-10)
