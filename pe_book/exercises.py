@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from pe_book import attention as attn
-from pe_book import sinusoidal, symmetry, taylor
+from pe_book import decay, sinusoidal, symmetry, taylor
 
 __all__ = [
     "Case",
@@ -29,12 +29,16 @@ __all__ = [
     "check_base_for_wavelength",
     "check_bilinear_terms",
     "check_circle_solution",
+    "check_decay_bound",
     "check_diagonal_leak",
     "check_direction_matrix",
+    "check_dot_profile",
+    "check_integral_profile",
     "check_invisible_positions",
     "check_layout_permutation",
     "check_longest_wavelength",
     "check_permutation_matrix",
+    "check_reach",
     "check_recover_positions",
     "check_shift_matrix",
     "check_sinusoidal_table",
@@ -448,3 +452,79 @@ def check_diagonal_leak(reader: Callable[[float, float], tuple]) -> None:
                 f"({coef_diff}, {coef_total}) misses p_mᵀHp_n by up to {worst:.3g}"
             )
     print(f"{name}: all 4 matrices agree with p_mᵀ H p_n from pe_book.")
+
+
+# ---- chapter 05 -----------------------------------------------------------------
+
+_PROFILE_CASES = [(64, 10000.0), (128, 100.0), (512, 10000.0), (8, 500000.0)]
+
+
+def _offset_grid() -> torch.Tensor:
+    return torch.tensor([0, 1, 2, 5, 10, 37, 100, 999, 5000, 123456])
+
+
+def check_dot_profile(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
+    """Chapter 05: ``reader(offsets, dim, base)`` returns (2/d) Σ_i cos(r θ_i) per offset."""
+    cases = [
+        Case(
+            (_offset_grid(), dim, base),
+            f"offsets {_offset_grid().tolist()}, dim={dim}, base={base:g}",
+        )
+        for dim, base in _PROFILE_CASES
+    ]
+    check(
+        "dot_profile",
+        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        decay.dot_profile,
+        cases,
+        atol=1e-6,
+    )
+
+
+def check_integral_profile(reader: Callable[[float, float], float]) -> None:
+    """Chapter 05: ``reader(r, base)`` returns ∫_0^1 cos(r b^(-t)) dt as a float (r >= 0)."""
+    pairs = [(0.0, 10000.0), (1.0, 10000.0), (50.0, 100.0), (3000.0, 10000.0), (2e5, 5e5)]
+    cases = [Case(pair, f"r={pair[0]:g}, base={pair[1]:g}") for pair in pairs]
+    check(
+        "integral_profile",
+        lambda r, b: float(reader(r, b)),
+        lambda r, b: float(decay.integral_profile([r], b)[0]),
+        cases,
+        atol=1e-9,
+    )
+
+
+def check_reach(reader: Callable[[int, float, float], int]) -> None:
+    """Chapter 05: ``reader(dim, base, level)`` returns the first offset r >= 0 with
+    dot_profile(r) <= level (searching r = 0 .. 100,000)."""
+    offsets = torch.arange(100_001)
+
+    def reference(dim: int, base: float, level: float) -> int:
+        found = decay.first_offset_at_or_below(
+            offsets, decay.dot_profile(offsets, dim, base), level
+        )
+        return -1 if found is None else found
+
+    cases = [
+        Case(args, f"dim={args[0]}, base={args[1]:g}, level={args[2]}")
+        for args in [(64, 10000.0, 0.0), (128, 100.0, 0.1), (512, 10000.0, 0.5), (16, 1e3, 0.0)]
+    ]
+    check("reach", lambda *a: int(reader(*a)), reference, cases)
+
+
+def check_decay_bound(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
+    """Chapter 05: ``reader(offsets, dim, base)`` returns (1/(d/2)) Σ_j |S_j| per offset."""
+    cases = [
+        Case(
+            (_offset_grid(), dim, base),
+            f"offsets {_offset_grid().tolist()}, dim={dim}, base={base:g}",
+        )
+        for dim, base in _PROFILE_CASES
+    ]
+    check(
+        "decay_bound",
+        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        decay.rope_decay_bound,
+        cases,
+        atol=1e-6,
+    )

@@ -22,6 +22,7 @@ class PaperTable:
     columns: list[str]
     rows: list[list[object]]
     note: str = ""
+    variations: tuple[str, ...] = ()
 
     def row(self, label: str) -> dict[str, object]:
         """The row whose first cell is ``label``, as {column: value}."""
@@ -43,7 +44,11 @@ class PaperTable:
 @cache
 def _tables() -> dict[str, PaperTable]:
     text = resources.files("pe_book").joinpath("data/papers.toml").read_text(encoding="utf-8")
-    return {entry["id"]: PaperTable(**entry) for entry in tomllib.loads(text)["table"]}
+    tables = {}
+    for entry in tomllib.loads(text)["table"]:
+        entry["variations"] = tuple(entry.get("variations", ()))
+        tables[entry["id"]] = PaperTable(**entry)
+    return tables
 
 
 def get(table_id: str) -> PaperTable:

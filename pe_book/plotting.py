@@ -10,7 +10,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import numpy as np
 
-__all__ = ["DPI", "heatmap", "use_book_style"]
+__all__ = ["DPI", "heatmap", "plot_decay", "use_book_style"]
 
 DPI = 80  # stored PNGs stay small; the design caps dpi at 100
 
@@ -65,3 +65,34 @@ def heatmap(
         ax.set_yticks(range(len(yticklabels)), yticklabels)
     ax.figure.colorbar(image, ax=ax, label=colorbar_label)
     return image
+
+
+def plot_decay(ax, dim: int, base: float, max_offset: int = 5000) -> dict[str, int | None]:
+    """Chapter 5's explorer: the dot profile for (dim, base) and its integral limit.
+
+    Draws both curves on ``ax`` and returns the numbers the figure is about: the
+    first offset where the profile is <= 0.1 and where it is <= 0.
+    """
+    import torch
+
+    from pe_book import decay
+
+    offsets = torch.arange(max_offset + 1)
+    profile = decay.dot_profile(offsets, dim, base)
+    coarse = offsets[:: max(1, max_offset // 400)]
+    ax.plot(offsets.numpy(), profile.numpy(), lw=0.8, label=f"(2/d) Σ cos(rθ_i), d = {dim}")
+    ax.plot(
+        coarse.numpy(),
+        decay.integral_profile(coarse, base).numpy(),
+        "k--",
+        label="integral (d → ∞)",
+    )
+    ax.axhline(0.0, color="grey", lw=0.6)
+    ax.set_xlabel("offset r = m − n (positions)")
+    ax.set_ylabel("normalised dot product")
+    ax.set_title(f"How fast does similarity decay? base = {base:g}, d = {dim}")
+    ax.legend(loc="upper right")
+    return {
+        "reach 0.1": decay.first_offset_at_or_below(offsets, profile, 0.1),
+        "first zero": decay.first_offset_at_or_below(offsets, profile, 0.0),
+    }

@@ -213,6 +213,7 @@ def check_against(
     seed: int = 0,
     atol: float = 1e-9,
     sampler: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray] | None = None,
+    modules: str = "numpy",
 ) -> float:
     """Compare a symbolic expression with numeric code on random inputs.
 
@@ -220,7 +221,8 @@ def check_against(
     float64 values of its shape (standard normal unless ``sampler`` says
     otherwise); ``expr`` is lambdified and evaluated, ``numeric(*arrays)`` is
     called with the same values (a Symbol as a float, a Matrix as an ndarray of
-    its shape). Returns the largest absolute difference over all trials and
+    its shape; ``modules="mpmath"`` for special functions NumPy lacks, such as Ci).
+    Returns the largest absolute difference over all trials and
     raises AssertionError if it exceeds ``atol``. This is a numeric check of
     the code against the proven formula, not a proof.
     """
@@ -232,7 +234,7 @@ def check_against(
         raise ValueError(
             f"inputs must cover every free symbol of expr; missing {sorted(map(str, missing))}"
         )
-    evaluate = sp.lambdify(flat, expr, modules="numpy")
+    evaluate = sp.lambdify(flat, expr, modules=modules)
     rng = np.random.default_rng(seed)
     draw = sampler or (lambda generator, shape: generator.standard_normal(shape))
     worst = 0.0
@@ -242,7 +244,7 @@ def check_against(
             shape = tuple(item.shape) if isinstance(item, sp.MatrixBase) else ()
             arrays.append(np.asarray(draw(rng, shape), dtype=np.float64))
         flat_values = [float(v) for a in arrays for v in np.ravel(a)]
-        expected = np.asarray(evaluate(*flat_values), dtype=np.float64)
+        expected = np.asarray(evaluate(*flat_values)).astype(np.float64)
         got = np.asarray(numeric(*[a if a.ndim else float(a) for a in arrays]), dtype=np.float64)
         if got.squeeze().shape != expected.squeeze().shape:
             raise ValueError(
