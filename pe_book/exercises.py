@@ -89,7 +89,8 @@ def _agree(expected: Any, got: Any, atol: float) -> str | None:
     if isinstance(expected, float):
         if not isinstance(got, int | float) or isinstance(got, bool):
             return f"expected a number, got {type(got).__name__}"
-        return None if math.isclose(got, expected, rel_tol=1e-9) else "values differ"
+        close = math.isclose(got, expected, rel_tol=1e-9, abs_tol=atol)
+        return None if close else "values differ"
     return None if got == expected else "values differ"
 
 

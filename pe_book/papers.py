@@ -23,6 +23,7 @@ class PaperTable:
     rows: list[list[object]]
     note: str = ""
     variations: tuple[str, ...] = ()
+    varied: tuple[str, ...] = ()  # the hyperparameters the table's rows change
 
     def row(self, label: str) -> dict[str, object]:
         """The row whose first cell is ``label``, as {column: value}."""
@@ -47,6 +48,7 @@ def _tables() -> dict[str, PaperTable]:
     tables = {}
     for entry in tomllib.loads(text)["table"]:
         entry["variations"] = tuple(entry.get("variations", ()))
+        entry["varied"] = tuple(entry.get("varied", ()))
         tables[entry["id"]] = PaperTable(**entry)
     return tables
 
