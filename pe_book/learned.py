@@ -27,6 +27,7 @@ __all__ = [
     "LearnedPositions",
     "cosine_similarity_matrix",
     "minilm_position_table",
+    "minilm_position_table_or_none",
     "neighbour_similarity",
     "power_spectrum",
     "similarity_by_offset",
@@ -91,6 +92,15 @@ def minilm_position_table() -> torch.Tensor:
     weights = Path(spec.submodule_search_locations[0]) / "model" / "model.safetensors"
     with safe_open(str(weights), framework="pt") as tensors:
         return tensors.get_tensor("embeddings.position_embeddings.weight")
+
+
+def minilm_position_table_or_none() -> torch.Tensor | None:
+    """:func:`minilm_position_table`, or None after printing how to install the package."""
+    try:
+        return minilm_position_table()
+    except ModuleNotFoundError as missing:
+        print(f"The MiniLM sections are skipped: {missing}.")
+        return None
 
 
 def _rows(table: torch.Tensor) -> torch.Tensor:
