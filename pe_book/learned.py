@@ -26,6 +26,7 @@ __all__ = [
     "MINILM_PACKAGE",
     "LearnedPositions",
     "cosine_similarity_matrix",
+    "minilm_model_card",
     "minilm_position_table",
     "minilm_position_table_or_none",
     "neighbour_similarity",
@@ -92,6 +93,15 @@ def minilm_position_table() -> torch.Tensor:
     weights = Path(spec.submodule_search_locations[0]) / "model" / "model.safetensors"
     with safe_open(str(weights), framework="pt") as tensors:
         return tensors.get_tensor("embeddings.position_embeddings.weight")
+
+
+def minilm_model_card() -> str:
+    """The model card (README.md) shipped with the MiniLM package, for what it says of training."""
+    spec = importlib.util.find_spec(MINILM_PACKAGE.replace("-", "_"))
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"the package {MINILM_PACKAGE} is not installed")
+    card = Path(spec.submodule_search_locations[0]) / "model" / "README.md"
+    return card.read_text(encoding="utf-8")
 
 
 def minilm_position_table_or_none() -> torch.Tensor | None:
