@@ -1,0 +1,99 @@
+"""Benchmarks, run as ``python -m pe_book.bench rope`` (chapter 7's table).
+
+Every method is timed in the same run, on the same tensors, and reported as a
+ratio to copying q and k, so the numbers compare across machines even when the
+milliseconds do not. Reference implementations are timed only if installed
+(they are test-only dependencies of the book).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+
+from pe_book.rope import Rope
+
+__all__ = ["rope_benchmark", "time_call"]
+
+
+def time_call(function: Callable[[], object], repeats: int = 20, warmup: int = 3) -> float:
+    """Median wall time of ``function()`` in milliseconds."""
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def _transformers_rope(q: torch.Tensor, k: torch.Tensor) -> Callable[[], object] | None:
+    try:
+        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    except ImportError:
+        return None
+    seq_len, dim = q.shape[-2], q.shape[-1]
+    theta = 10000.0 ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)
+    angles = torch.arange(seq_len, dtype=torch.float32)[:, None] * theta
+    emb = torch.cat((angles, angles), dim=-1)[None]  # (1, L, d), as LlamaRotaryEmbedding
+    cos, sin = emb.cos(), emb.sin()
+    return lambda: apply_rotary_pos_emb(q, k, cos, sin)
+
+
+def _rotary_embedding_torch(q: torch.Tensor, k: torch.Tensor) -> Callable[[], object] | None:
+    try:
+        from rotary_embedding_torch import RotaryEmbedding
+    except ImportError:
+        return None
+    rotary = RotaryEmbedding(dim=q.shape[-1])
+    return lambda: (rotary.rotate_queries_or_keys(q), rotary.rotate_queries_or_keys(k))
+
+
+def rope_benchmark(
+    batch: int = 4, heads: int = 8, seq_len: int = 2048, dim: int = 64, repeats: int = 20
+) -> list[tuple[str, float, float]]:
+    """(method, milliseconds, ratio to copying q and k) for each RoPE implementation."""
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randn(batch, heads, seq_len, dim, generator=generator)
+    k = torch.randn(batch, heads, seq_len, dim, generator=generator)
+    interleaved, half = Rope(dim, max_len=seq_len), Rope(dim, layout="half", max_len=seq_len)
+    methods: dict[str, Callable[[], object] | None] = {
+        "copy q and k (baseline)": lambda: (q.clone(), k.clone()),
+        "pe_book, interleaved": lambda: (interleaved(q), interleaved(k)),
+        "pe_book, half": lambda: (half(q), half(k)),
+        "transformers (Llama rotate_half)": _transformers_rope(q, k),
+        "rotary-embedding-torch": _rotary_embedding_torch(q, k),
+    }
+    results = []
+    baseline = None
+    for name, function in methods.items():
+        if function is None:
+            continue
+        milliseconds = time_call(function, repeats)
+        baseline = baseline or milliseconds
+        results.append((name, milliseconds, milliseconds / baseline))
+    return results
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("which", choices=["rope"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print(f"RoPE on q and k of shape (B=4, H=8, T=2048, D=64), float32, {args.threads} threads")
+    print(f"{'method':<34} {'ms':>8} {'x copy':>7}")
+    for name, milliseconds, ratio in rope_benchmark(repeats=args.repeats):
+        print(f"{name:<34} {milliseconds:>8.2f} {ratio:>7.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
