@@ -18,19 +18,28 @@ import torch
 
 from pe_book.rope import Rope
 
-__all__ = ["rope_benchmark", "time_call"]
+__all__ = ["rope_benchmark", "time_round_robin"]
 
 
-def time_call(function: Callable[[], object], repeats: int = 20, warmup: int = 3) -> float:
-    """Median wall time of ``function()`` in milliseconds."""
-    for _ in range(warmup):
-        function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+def time_round_robin(
+    functions: dict[str, Callable[[], object]], rounds: int = 20, warmup: int = 2
+) -> dict[str, float]:
+    """Median wall time in milliseconds of each function, timed in turns.
+
+    Every round calls each function once, in order, so slow drifts of the
+    machine (frequency scaling, other processes, a cold allocator) hit every
+    method alike instead of whichever happened to be timed first.
+    """
+    for function in functions.values():
+        for _ in range(warmup):
+            function()
+    times: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(rounds):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            times[name].append(time.perf_counter() - start)
+    return {name: 1000 * statistics.median(t) for name, t in times.items()}
 
 
 def _transformers_rope(q: torch.Tensor, k: torch.Tensor) -> Callable[[], object] | None:
@@ -70,15 +79,10 @@ def rope_benchmark(
         "transformers (Llama rotate_half)": _transformers_rope(q, k),
         "rotary-embedding-torch": _rotary_embedding_torch(q, k),
     }
-    results = []
-    baseline = None
-    for name, function in methods.items():
-        if function is None:
-            continue
-        milliseconds = time_call(function, repeats)
-        baseline = baseline or milliseconds
-        results.append((name, milliseconds, milliseconds / baseline))
-    return results
+    available = {n: f for n, f in methods.items() if f is not None}
+    milliseconds = time_round_robin(available, rounds=repeats)
+    baseline = milliseconds["copy q and k (baseline)"]
+    return [(n, ms, ms / baseline) for n, ms in milliseconds.items()]
 
 
 def main(argv: list[str]) -> int:

@@ -37,6 +37,7 @@ __all__ = [
     "integral_profile",
     "integral_reach",
     "largest_rebound",
+    "profile_from_frequencies",
     "rope_decay_bound",
     "rotated_scores",
 ]
@@ -61,8 +62,14 @@ def _offsets(offsets: object) -> torch.Tensor:
 
 def dot_profile(offsets: object, dim: int, base: float = 10000.0) -> torch.Tensor:
     """(2/d) Σ_i cos(r θ_i) = PE(m)·PE(m + r) / ‖PE‖² for each offset r; float64. Chapter 5."""
+    return profile_from_frequencies(offsets, frequencies(dim, base))
+
+
+def profile_from_frequencies(offsets: object, theta: torch.Tensor) -> torch.Tensor:
+    """mean_i cos(r θ_i) for any frequencies θ (e.g. after RoPE scaling, chapter 7); float64."""
+    check_tensor("theta", theta, ndim=1, floating=True)
     r = _offsets(offsets)
-    return torch.cos(r[:, None] * frequencies(dim, base)[None, :]).mean(-1)  # (len(r),)
+    return torch.cos(r[:, None] * theta.to(torch.float64)[None, :]).mean(-1)  # (len(r),)
 
 
 def integral_profile(offsets: object, base: float = 10000.0) -> torch.Tensor:
