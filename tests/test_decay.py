@@ -100,3 +100,24 @@ def test_first_offset_and_rebound_helpers():
 def test_bad_input_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("factor", [1.0, 4.0])
+def test_profile_from_frequencies_is_the_rotated_score_of_a_pair_aligned_query(factor):
+    # q = (1, 0, 1, 0, ...) puts one unit per pair on its first axis, so
+    # q · R_r q / |q|² = mean_i cos(r θ_i) for the frequencies RoPE actually uses.
+    from pe_book import rope
+
+    dim, offsets = 16, torch.tensor([0, 1, 5, 300, 7000])
+    scaling = None if factor == 1.0 else rope.NTKScaling(factor)
+    theta = rope.inverse_frequencies(dim, scaling=scaling)[0].to(torch.float64)
+    q = torch.zeros(len(offsets), dim, dtype=torch.float64)
+    q[:, 0::2] = 1.0
+    rotated = rope.apply_rope(q, offsets, scaling=scaling)
+    scores = (rotated * q).sum(-1) / (q * q).sum(-1)
+    assert torch.allclose(decay.profile_from_frequencies(offsets, theta), scores, atol=1e-6)
+
+
+def test_profile_from_frequencies_rejects_a_matrix_of_frequencies():
+    with pytest.raises((ValueError, TypeError), match="theta"):
+        decay.profile_from_frequencies([1, 2], torch.ones(2, 2))

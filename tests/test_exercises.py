@@ -130,3 +130,25 @@ def test_chapter_2_to_4_checkers_accept_right_and_reject_wrong_answers(capsys):
         exercises.check_bilinear_terms(lambda w: (1.0, 0.0, 0.0, 0.0))
     with pytest.raises(exercises.ExerciseMismatch, match="does not match"):
         exercises.check_shift_matrix(lambda k, d, b: sinusoidal.shift_matrix(k, d, b).T)
+
+
+def test_chapter_7_checkers_accept_right_and_reject_wrong_answers(capsys):
+    from pe_book import rope
+
+    exercises.check_rope_rotation(lambda x, positions: rope.apply_rope(x, positions))
+    even_then_odd = lambda q: torch.cat((q[..., 0::2], q[..., 1::2]), -1)  # noqa: E731
+    exercises.check_layout_conversion(even_then_odd)
+    exercises.check_ntk_frequencies(
+        lambda d, b, s: rope.inverse_frequencies(d, b, rope.NTKScaling(s))[0]
+    )
+    assert "not attempted" not in capsys.readouterr().out
+    with pytest.raises(exercises.ExerciseMismatch):  # the half layout is not the exercise
+        exercises.check_rope_rotation(
+            lambda x, positions: rope.apply_rope(x, positions, layout="half")
+        )
+    with pytest.raises(exercises.ExerciseMismatch):  # no conversion at all
+        exercises.check_layout_conversion(lambda q: q)
+    with pytest.raises(exercises.ExerciseMismatch):  # odd then even: a sign flips
+        exercises.check_layout_conversion(lambda q: torch.cat((q[..., 1::2], q[..., 0::2]), -1))
+    with pytest.raises(exercises.ExerciseMismatch):  # linear, not NTK-aware
+        exercises.check_ntk_frequencies(lambda d, b, s: rope.inverse_frequencies(d, b)[0] / s)

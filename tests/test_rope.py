@@ -149,3 +149,13 @@ def test_module_cache_grows_and_stays_out_of_checkpoints():
 def test_bad_input_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_benchmark_reports_every_method_against_the_copy_measured_in_the_same_run():
+    from pe_book import bench
+
+    table = bench.rope_benchmark(batch=1, heads=1, seq_len=16, dim=8, repeats=2)
+    names = [name for name, _, _ in table]
+    assert names[0] == "copy q and k (baseline)" and table[0][2] == 1.0
+    assert {"pe_book, interleaved", "pe_book, half"} <= set(names)
+    assert all(ms > 0 and ratio == ms / table[0][1] for _, ms, ratio in table)
