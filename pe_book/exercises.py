@@ -470,8 +470,12 @@ def _offset_grid() -> torch.Tensor:
     return torch.tensor([0, 1, 2, 5, 10, 37, 100, 999, 5000, 123456])
 
 
-def check_dot_profile(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
-    """Chapter 05: ``reader(offsets, dim, base)`` returns (2/d) Σ_i cos(r θ_i) per offset."""
+def _check_offset_profile(
+    name: str,
+    reader: Callable[[torch.Tensor, int, float], torch.Tensor],
+    reference: Callable[[torch.Tensor, int, float], torch.Tensor],
+) -> None:
+    """Compare ``reader(offsets, dim, base)`` with ``reference`` on chapter 5's grid."""
     cases = [
         Case(
             (_offset_grid(), dim, base),
@@ -480,12 +484,17 @@ def check_dot_profile(reader: Callable[[torch.Tensor, int, float], torch.Tensor]
         for dim, base in _PROFILE_CASES
     ]
     check(
-        "dot_profile",
+        name,
         lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
-        decay.dot_profile,
+        reference,
         cases,
         atol=1e-6,
     )
+
+
+def check_dot_profile(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
+    """Chapter 05: ``reader(offsets, dim, base)`` returns (2/d) Σ_i cos(r θ_i) per offset."""
+    _check_offset_profile("dot_profile", reader, decay.dot_profile)
 
 
 def check_integral_profile(reader: Callable[[float, float], float]) -> None:
@@ -521,20 +530,7 @@ def check_reach(reader: Callable[[int, float, float], int]) -> None:
 
 def check_decay_bound(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
     """Chapter 05: ``reader(offsets, dim, base)`` returns (1/(d/2)) Σ_j |S_j| per offset."""
-    cases = [
-        Case(
-            (_offset_grid(), dim, base),
-            f"offsets {_offset_grid().tolist()}, dim={dim}, base={base:g}",
-        )
-        for dim, base in _PROFILE_CASES
-    ]
-    check(
-        "decay_bound",
-        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
-        decay.rope_decay_bound,
-        cases,
-        atol=1e-6,
-    )
+    _check_offset_profile("decay_bound", reader, decay.rope_decay_bound)
 
 
 # ---- chapter 06 -----------------------------------------------------------------
