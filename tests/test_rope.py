@@ -159,3 +159,13 @@ def test_benchmark_reports_every_method_against_the_copy_measured_in_the_same_ru
     assert names[0] == "copy q and k (baseline)" and table[0][2] == 1.0
     assert {"pe_book, interleaved", "pe_book, half"} <= set(names)
     assert all(ms > 0 and ratio == ms / table[0][1] for _, ms, ratio in table)
+
+
+def test_benchmark_json_mode_prints_one_parsable_run(capsys):
+    import json
+
+    from pe_book import bench
+
+    assert bench.main(["rope", "--json", "--repeats", "1", "--threads", "1"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0][0] == "copy q and k (baseline)" and rows[0][2] == 1.0
