@@ -9,7 +9,7 @@ so q_m · k_n depends on m - n only. Two layouts decide which coordinates form p
 - ``"interleaved"``: (2i, 2i+1), as in RoFormer and GPT-J; computed as a complex
   multiply x_pair · e^{i m θ_i} on a complex view of x;
 - ``"half"``: (i, i + d/2), as in GPT-NeoX and Llama's ``rotate_half``; computed
-  with fused in-place multiply-adds into one output.
+  as x·cos over whole rows plus one in-place multiply-add (addcmul_) per half.
 
 Angles come from integer positions and float64 frequencies, whatever the input
 dtype; cos and sin are rounded once to float32 (bfloat16/float16 inputs are
@@ -251,12 +251,11 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) 
     if layout == "interleaved":  # pairs (2i, 2i+1): multiply by e^{i m θ}
         pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], half, 2))
         rotated = torch.view_as_real(pairs * torch.complex(cos, sin)).flatten(-2)
-    else:  # pairs (i, i + d/2): two fused multiply-adds per half, into one output
+    else:  # pairs (i, i + d/2): one full pass of x cos, then a multiply-add per half
         x1, x2 = work[..., :half], work[..., half:]
-        rotated = torch.empty_like(work)
-        out1, out2 = rotated[..., :half], rotated[..., half:]
-        torch.mul(x1, cos, out=out1).addcmul_(x2, sin, value=-1)  # x1 cos - x2 sin
-        torch.mul(x2, cos, out=out2).addcmul_(x1, sin)  # x2 cos + x1 sin
+        rotated = work * torch.cat((cos, cos), dim=-1)  # x cos, both halves
+        rotated[..., :half].addcmul_(x2, sin, value=-1)  # x1 cos - x2 sin
+        rotated[..., half:].addcmul_(x1, sin)  # x2 cos + x1 sin
     return rotated.to(x.dtype)
 
 
