@@ -1,0 +1,109 @@
+"""ALiBi (chapter 8): no position vectors, a penalty linear in distance, one slope per head.
+
+Press, Smith and Lewis, *Train Short, Test Long* (ICLR 2022). Head h adds
+
+    bias_h(m, n) = -s_h · (m - n)          (causal: keys at or before the query)
+    bias_h(m, n) = -s_h · |m - n|          (bidirectional variant)
+
+to the score of query position m and key position n (the book's r = m - n).
+The slopes s_h form a geometric sequence: for a power of two n_heads = 2^k,
+
+    s_h = 2^(-8 (h + 1) / n_heads),        h = 0 .. n_heads - 1,
+
+i.e. start and ratio both 2^(-8/n_heads). For other head counts the official
+code takes the n0 = 2^floor(log2 n_heads) slopes of n0 heads and fills the
+remaining n_heads - n0 with every other slope of 2 n0 heads (the ones that
+fall between the first set's): s = 2^(-4 (2j + 1) / n0), j = 0, 1, ...
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from pe_book._checks import check_int, check_tensor
+from pe_book.attention import attention
+
+__all__ = ["alibi_attention", "alibi_bias", "alibi_slopes"]
+
+
+def _power_of_two_slopes(n: int) -> list[float]:
+    return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """The paper's slopes s_h for ``n_heads`` heads, float64, shape (n_heads,). Chapter 8.
+
+    Power of two: s_h = 2^(-8 (h+1) / n). Otherwise, with n0 = 2^floor(log2 n):
+    the n0 slopes of n0 heads, then 2^(-4 (2j+1) / n0) for j < n - n0 (the
+    interleaved slopes of 2 n0 heads), as in the official ``get_slopes``.
+    """
+    n_heads = check_int("n_heads", n_heads, minimum=1)
+    n0 = 2 ** math.floor(math.log2(n_heads))
+    slopes = _power_of_two_slopes(n0)
+    slopes += _power_of_two_slopes(2 * n0)[0::2][: n_heads - n0]
+    return torch.tensor(slopes, dtype=torch.float64)
+
+
+def _check_slopes(slopes: torch.Tensor) -> torch.Tensor:
+    check_tensor("slopes", slopes, ndim=1, floating=True)
+    if not bool(torch.isfinite(slopes).all()) or bool((slopes < 0).any()):
+        raise ValueError("slopes must be finite and >= 0 (one per head)")
+    return slopes
+
+
+def alibi_bias(
+    q_len: int,
+    k_len: int,
+    slopes: torch.Tensor,
+    *,
+    causal: bool = True,
+    offset: int | None = None,
+) -> torch.Tensor:
+    """ALiBi bias of shape (n_heads, q_len, k_len), in the slopes' dtype. Chapter 8.
+
+    Query i sits at position m = offset + i and key j at n = j; the default
+    ``offset = k_len - q_len`` puts the queries at the end of the keys (decoding
+    with a KV cache), as ``pe_book.attention.causal_mask`` does.
+
+    causal=True: -s_h (m - n). Entries with n > m hold positive values; they are
+    meant to be hidden by a causal mask (``alibi_attention`` applies one).
+    causal=False: -s_h |m - n|, symmetric in the offset.
+    """
+    q_len = check_int("q_len", q_len, minimum=1)
+    k_len = check_int("k_len", k_len, minimum=1)
+    slopes = _check_slopes(slopes)
+    if offset is None:
+        offset = max(k_len - q_len, 0)
+    offset = check_int("offset", offset, minimum=0)
+    m = torch.arange(q_len, dtype=slopes.dtype)[:, None] + offset  # (q_len, 1)
+    n = torch.arange(k_len, dtype=slopes.dtype)[None, :]  # (1, k_len)
+    distance = m - n if causal else (m - n).abs()  # (q_len, k_len)
+    return -slopes[:, None, None] * distance  # (n_heads, q_len, k_len)
+
+
+def alibi_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    slopes: torch.Tensor,
+    *,
+    causal: bool = True,
+) -> torch.Tensor:
+    """softmax(q kᵀ/√d + ALiBi bias [+ causal mask]) v with a materialised bias. Chapter 8.
+
+    Shapes: q (..., H, q_len, d), k (..., H, k_len, d), v (..., H, k_len, d_v),
+    slopes (H,); returns (..., H, q_len, d_v). Queries sit at the end of the
+    keys (KV-cache decoding), matching ``attention(causal=True)``. This path
+    holds an (H, q_len, k_len) bias in memory: simple, for teaching.
+    """
+    check_tensor("q", q, min_ndim=3, floating=True)
+    slopes = _check_slopes(slopes)
+    if slopes.shape[0] != q.shape[-3]:
+        raise ValueError(
+            f"slopes must have one entry per head: q has {q.shape[-3]} heads (dim -3), "
+            f"got {slopes.shape[0]} slopes"
+        )
+    bias = alibi_bias(q.shape[-2], k.shape[-2], slopes, causal=causal)
+    return attention(q, k, v, bias=bias.to(q.dtype), causal=causal)

@@ -1,0 +1,128 @@
+"""pe_book.alibi: official slopes, the bias as a double loop, the row-constant trick."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pe_book.alibi import alibi_attention, alibi_bias, alibi_slopes
+from pe_book.attention import attention
+
+
+def official_get_slopes(n):
+    """Transcribed from the ALiBi authors' code (github.com/ofirpress/
+    attention_with_linear_biases, fairseq/models/transformer.py, get_slopes)."""
+
+    def get_slopes_power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        ratio = start
+        return [start * ratio**i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return get_slopes_power_of_2(n)
+    closest_power_of_2 = 2 ** math.floor(math.log2(n))
+    return (
+        get_slopes_power_of_2(closest_power_of_2)
+        + official_get_slopes(2 * closest_power_of_2)[0::2][: n - closest_power_of_2]
+    )
+
+
+@pytest.mark.parametrize("n_heads", range(1, 65))
+def test_slopes_equal_the_official_algorithm(n_heads):
+    expected = torch.tensor(official_get_slopes(n_heads), dtype=torch.float64)
+    assert torch.allclose(alibi_slopes(n_heads), expected, rtol=1e-14, atol=0)
+
+
+def test_eight_heads_give_one_half_to_one_over_256():
+    assert alibi_slopes(8).tolist() == [2.0**-k for k in range(1, 9)]
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 16, 32])
+def test_power_of_two_slopes_are_geometric_with_ratio_two_to_minus_8_over_n(n_heads):
+    slopes = alibi_slopes(n_heads)
+    ratio = 2.0 ** (-8.0 / n_heads)
+    assert math.isclose(float(slopes[0]), ratio, rel_tol=1e-15)
+    assert torch.allclose(
+        slopes[1:] / slopes[:-1], torch.full((n_heads - 1,), ratio, dtype=torch.float64)
+    )
+
+
+def naive_bias(q_len, k_len, slopes, causal, offset):
+    bias = torch.empty(len(slopes), q_len, k_len, dtype=torch.float64)
+    for h, s in enumerate(slopes.tolist()):
+        for i in range(q_len):
+            for j in range(k_len):
+                r = offset + i - j
+                bias[h, i, j] = -s * (r if causal else abs(r))
+    return bias
+
+
+@given(st.integers(1, 9), st.integers(1, 12), st.integers(0, 5), st.integers(1, 6), st.booleans())
+def test_bias_equals_a_double_loop(q_len, k_len, offset, n_heads, causal):
+    slopes = alibi_slopes(n_heads)
+    got = alibi_bias(q_len, k_len, slopes, causal=causal, offset=offset)
+    assert torch.equal(got, naive_bias(q_len, k_len, slopes, causal, offset))
+
+
+def test_bidirectional_bias_is_symmetric_and_never_positive():
+    bias = alibi_bias(7, 7, alibi_slopes(4), causal=False)
+    assert torch.equal(bias, bias.transpose(-1, -2)) and bool((bias <= 0).all())
+
+
+def _qkv(heads=4, q_len=10, k_len=10, dim=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, heads, q_len, dim, generator=g, dtype=torch.float64)
+    k = torch.randn(2, heads, k_len, dim, generator=g, dtype=torch.float64)
+    v = torch.randn(2, heads, k_len, dim, generator=g, dtype=torch.float64)
+    return q, k, v
+
+
+def test_official_row_constant_bias_agrees_under_a_causal_mask_only():
+    # The official code adds +s_h * n (the same in every row) instead of -s_h * (m - n):
+    # the two differ by s_h * m, a constant per row, which softmax ignores.
+    q, k, v = _qkv()
+    slopes = alibi_slopes(4)
+    row_constant = slopes[:, None, None] * torch.arange(10, dtype=torch.float64)
+    for causal in (True, False):
+        ours = alibi_attention(q, k, v, slopes, causal=causal)
+        official = attention(q, k, v, bias=row_constant.expand(4, 10, 10), causal=causal)
+        assert torch.allclose(ours, official, atol=1e-12) == causal
+
+
+def test_decoding_one_query_matches_the_last_row_of_the_full_pass():
+    q, k, v = _qkv(q_len=12, k_len=12)
+    slopes = alibi_slopes(4)
+    full = alibi_attention(q, k, v, slopes)
+    for t in (0, 5, 11):
+        step = alibi_attention(q[..., t : t + 1, :], k[..., : t + 1, :], v[..., : t + 1, :], slopes)
+        assert torch.allclose(step[..., 0, :], full[..., t, :], atol=1e-12)
+
+
+@given(st.integers(1, 6), st.integers(0, 6), st.booleans())
+def test_offset_bias_is_a_block_of_the_full_bias(q_len, offset, causal):
+    # KV-cache decoding: queries at positions offset .. offset + q_len - 1 see the
+    # rows of the full bias at those positions, for every key so far.
+    slopes, k_len = alibi_slopes(3), offset + q_len
+    full = alibi_bias(k_len, k_len, slopes, causal=causal)
+    block = alibi_bias(q_len, k_len, slopes, causal=causal, offset=offset)
+    assert torch.equal(block, full[:, offset:, :])
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: alibi_slopes(0), ValueError, "n_heads"),
+        (lambda: alibi_slopes(2.5), TypeError, "n_heads"),
+        (lambda: alibi_bias(-1, 4, alibi_slopes(2)), ValueError, "q_len"),
+        (lambda: alibi_bias(4, 0, alibi_slopes(2)), ValueError, "k_len"),
+        (lambda: alibi_bias(4, 4, alibi_slopes(2), offset=-1), ValueError, "offset"),
+        (lambda: alibi_bias(4, 4, torch.ones(2, 2)), ValueError, "slopes"),
+        (lambda: alibi_bias(4, 4, torch.tensor([0.5, float("nan")])), ValueError, "slopes"),
+        (lambda: alibi_attention(*_qkv(), alibi_slopes(3)), ValueError, "slopes"),
+    ],
+)
+def test_bad_input_is_refused(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
