@@ -18,14 +18,16 @@ fall between the first set's): s = 2^(-4 (2j + 1) / n0), j = 0, 1, ...
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import torch
 
 from pe_book._checks import check_int, check_tensor
 from pe_book.attention import attention
 
-__all__ = ["alibi_attention", "alibi_bias", "alibi_slopes"]
+__all__ = ["alibi_attention", "alibi_bias", "alibi_slopes", "fused_available"]
 
 
 def _power_of_two_slopes(n: int) -> list[float]:
@@ -83,6 +85,51 @@ def alibi_bias(
     return -slopes[:, None, None] * distance  # (n_heads, q_len, k_len)
 
 
+def fused_available() -> bool:
+    """True if PyTorch's FlexAttention (torch >= 2.5) can be imported here."""
+    try:
+        from torch.nn.attention import flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@functools.cache
+def _compiled_flex() -> Callable[..., torch.Tensor]:
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return torch.compile(flex_attention, dynamic=False)
+
+
+@functools.lru_cache(maxsize=32)
+def _block_mask(q_len: int, k_len: int, device: str) -> object:
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    offset = k_len - q_len
+
+    def sees(b: torch.Tensor, h: torch.Tensor, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
+        return j <= i + offset
+
+    return create_block_mask(sees, None, None, q_len, k_len, device=device)
+
+
+def _fused(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor, causal: bool
+) -> torch.Tensor:
+    """FlexAttention: the bias is computed per score inside the kernel, never stored."""
+    offset = k.shape[-2] - q.shape[-2]
+    s = slopes.to(q.dtype)
+
+    def score_mod(
+        score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, i: torch.Tensor, j: torch.Tensor
+    ) -> torch.Tensor:
+        distance = i + offset - j
+        return score - s[h] * (distance if causal else distance.abs())
+
+    block_mask = _block_mask(q.shape[-2], k.shape[-2], str(q.device)) if causal else None
+    return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=block_mask)
+
+
 def alibi_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -90,13 +137,20 @@ def alibi_attention(
     slopes: torch.Tensor,
     *,
     causal: bool = True,
+    fused: bool = False,
 ) -> torch.Tensor:
-    """softmax(q kᵀ/√d + ALiBi bias [+ causal mask]) v with a materialised bias. Chapter 8.
+    """softmax(q kᵀ/√d + ALiBi bias [+ causal mask]) v. Chapter 8.
 
-    Shapes: q (..., H, q_len, d), k (..., H, k_len, d), v (..., H, k_len, d_v),
-    slopes (H,); returns (..., H, q_len, d_v). Queries sit at the end of the
-    keys (KV-cache decoding), matching ``attention(causal=True)``. This path
-    holds an (H, q_len, k_len) bias in memory: simple, for teaching.
+    Shapes: q (B, H, q_len, d), k (B, H, k_len, d), v (B, H, k_len, d_v),
+    slopes (H,); returns (B, H, q_len, d_v). Queries sit at the end of the
+    keys (KV-cache decoding), matching ``attention(causal=True)``.
+
+    fused=False holds an (H, q_len, k_len) bias in memory: simple, for teaching.
+    fused=True uses FlexAttention compiled with ``torch.compile`` (seconds of
+    compilation per new shape, then cached): the bias is computed inside the
+    kernel and no L × L tensor exists. Where FlexAttention cannot be imported,
+    fused=True falls back to the materialised path (``fused_available()`` says
+    which one runs).
     """
     check_tensor("q", q, min_ndim=3, floating=True)
     slopes = _check_slopes(slopes)
@@ -105,5 +159,12 @@ def alibi_attention(
             f"slopes must have one entry per head: q has {q.shape[-3]} heads (dim -3), "
             f"got {slopes.shape[0]} slopes"
         )
+    if fused and fused_available():
+        check_tensor("q", q, ndim=4, floating=True)
+        if causal and q.shape[-2] > k.shape[-2]:
+            raise ValueError(
+                f"q_len must be <= k_len when causal, got {q.shape[-2]} > {k.shape[-2]}"
+            )
+        return _fused(q, k, v, slopes, causal)
     bias = alibi_bias(q.shape[-2], k.shape[-2], slopes, causal=causal)
     return attention(q, k, v, bias=bias.to(q.dtype), causal=causal)

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pe_book.alibi import alibi_attention, alibi_bias, alibi_slopes
+from pe_book.alibi import alibi_attention, alibi_bias, alibi_slopes, fused_available
 from pe_book.attention import attention
 
 
@@ -126,3 +126,17 @@ def test_offset_bias_is_a_block_of_the_full_bias(q_len, offset, causal):
 def test_bad_input_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.skipif(not fused_available(), reason="FlexAttention not in this torch")
+@pytest.mark.parametrize(
+    ("q_len", "k_len", "causal"), [(64, 64, True), (100, 100, False), (3, 130, True)]
+)
+def test_fused_path_equals_the_materialised_bias(q_len, k_len, causal):
+    # float32: FlexAttention's compiled CPU kernel; 3 queries after 127 cached keys
+    # is the KV-cache decoding case.
+    q, k, v = (t.float() for t in _qkv(q_len=q_len, k_len=k_len, dim=16, seed=q_len))
+    slopes = alibi_slopes(4)
+    fused = alibi_attention(q, k, v, slopes, causal=causal, fused=True)
+    materialised = alibi_attention(q, k, v, slopes, causal=causal)
+    assert torch.allclose(fused, materialised, atol=2e-5)
