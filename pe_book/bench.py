@@ -1,4 +1,4 @@
-"""Benchmarks, run as ``python -m pe_book.bench rope`` (chapter 7's table).
+"""Benchmarks: ``python -m pe_book.bench rope`` (chapter 7), ``... alibi`` (chapter 8).
 
 Every method is timed in the same run, on the same tensors, and reported as a
 ratio to copying q and k, so the numbers compare across machines even when the
@@ -9,6 +9,7 @@ milliseconds do not. Reference implementations are timed only if installed
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import subprocess
@@ -17,10 +18,11 @@ import time
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
 from pe_book.rope import Rope
 
-__all__ = ["rope_benchmark", "rope_benchmark_in_processes", "time_round_robin"]
+__all__ = ["alibi_benchmark", "rope_benchmark", "rope_benchmark_in_processes", "time_round_robin"]
 
 
 def time_round_robin(
@@ -131,14 +133,83 @@ def rope_benchmark_in_processes(
     return summary
 
 
+def _peak_rss_mib(function: Callable[[], object]) -> float:
+    """Peak resident memory of one call above the memory held before it, in MiB.
+
+    Linux only: resets the process's high-water mark (/proc/self/clear_refs), so
+    what was allocated earlier (imports, compilation, warm-up) does not count.
+    """
+
+    def status(field: str) -> int:
+        with open("/proc/self/status") as lines:
+            for line in lines:
+                if line.startswith(field):
+                    return int(line.split()[1])  # kB
+        raise RuntimeError(f"{field} not in /proc/self/status")
+
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+    before = status("VmRSS:")
+    function()
+    return (status("VmHWM:") - before) / 1024
+
+
+def _alibi_methods(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor
+) -> dict[str, Callable[[], object]]:
+    from pe_book.alibi import alibi_attention
+
+    return {
+        "causal SDPA, no bias": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        "ALiBi, materialised bias": lambda: alibi_attention(q, k, v, slopes),
+        "ALiBi, fused (FlexAttention)": lambda: alibi_attention(q, k, v, slopes, fused=True),
+    }
+
+
+def alibi_benchmark(
+    seq_lens: tuple[int, ...] = (1024, 4096),
+    batch: int = 2,
+    heads: int = 8,
+    dim: int = 64,
+    repeats: int = 5,
+) -> list[tuple[int, str, float, float, float]]:
+    """(L, method, ms, ratio to causal SDPA, peak MiB of one call) for ALiBi's two paths.
+
+    Chapter 8. Each path is warmed up (the fused one compiles) before timing;
+    methods are timed round-robin at each L.
+    """
+    from pe_book.alibi import alibi_slopes
+
+    slopes = alibi_slopes(heads)
+    rows = []
+    for seq_len in seq_lens:
+        generator = torch.Generator().manual_seed(0)
+        q, k, v = torch.randn(3, batch, heads, seq_len, dim, generator=generator).unbind(0)
+        methods = _alibi_methods(q, k, v, slopes)
+        milliseconds = time_round_robin(methods, rounds=repeats, warmup=1)
+        baseline = milliseconds["causal SDPA, no bias"]
+        for name, function in methods.items():
+            peak = _peak_rss_mib(function)
+            rows.append((seq_len, name, milliseconds[name], milliseconds[name] / baseline, peak))
+    return rows
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("which", choices=["rope"])
+    parser.add_argument("which", choices=["rope", "alibi"])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="one in-process run, as JSON")
     args = parser.parse_args(argv)
+    if args.which == "alibi":
+        torch.set_num_threads(args.threads)
+        print(f"ALiBi attention, B=2, H=8, D=64, float32, {args.threads} threads")
+        print(f"{'L':>5} {'method':<30} {'ms':>9} {'x SDPA':>7} {'peak MiB':>9}")
+        for seq_len, name, ms, ratio, peak in alibi_benchmark(repeats=min(args.repeats, 5)):
+            print(f"{seq_len:>5} {name:<30} {ms:>9.1f} {ratio:>7.2f} {peak:>9.0f}")
+        return 0
     if args.json:
         torch.set_num_threads(args.threads)
         print(json.dumps(rope_benchmark(repeats=args.repeats)))

@@ -140,3 +140,13 @@ def test_fused_path_equals_the_materialised_bias(q_len, k_len, causal):
     fused = alibi_attention(q, k, v, slopes, causal=causal, fused=True)
     materialised = alibi_attention(q, k, v, slopes, causal=causal)
     assert torch.allclose(fused, materialised, atol=2e-5)
+
+
+def test_alibi_benchmark_reports_both_paths_against_sdpa():
+    from pe_book import bench
+
+    rows = bench.alibi_benchmark(seq_lens=(32,), batch=1, heads=2, dim=8, repeats=1)
+    names = [name for _, name, _, _, _ in rows]
+    assert names[0] == "causal SDPA, no bias" and rows[0][3] == 1.0
+    assert {"ALiBi, materialised bias", "ALiBi, fused (FlexAttention)"} <= set(names)
+    assert all(ms > 0 and peak >= 0 for _, _, ms, _, peak in rows)
