@@ -27,7 +27,15 @@ import torch
 from pe_book._checks import check_int, check_tensor
 from pe_book.attention import attention
 
-__all__ = ["alibi_attention", "alibi_bias", "alibi_slopes", "fused_available"]
+__all__ = [
+    "alibi_attention",
+    "alibi_bias",
+    "alibi_reach",
+    "alibi_slopes",
+    "bias_only_weights",
+    "fused_available",
+    "row_constant_bias",
+]
 
 
 def _power_of_two_slopes(n: int) -> list[float]:
@@ -83,6 +91,51 @@ def alibi_bias(
     n = torch.arange(k_len, dtype=slopes.dtype)[None, :]  # (1, k_len)
     distance = m - n if causal else (m - n).abs()  # (q_len, k_len)
     return -slopes[:, None, None] * distance  # (n_heads, q_len, k_len)
+
+
+def row_constant_bias(k_len: int, slopes: torch.Tensor) -> torch.Tensor:
+    """The official causal code's bias +s_h · n, shape (n_heads, 1, k_len). Chapter 8.
+
+    The same row for every query: it differs from -s_h (m - n) by s_h · m, a
+    constant within row m, which softmax ignores. So it equals ALiBi only where
+    the keys after the query are masked (causal attention); without a mask it
+    rewards keys far *after* the query.
+    """
+    k_len = check_int("k_len", k_len, minimum=1)
+    slopes = _check_slopes(slopes)
+    n = torch.arange(k_len, dtype=slopes.dtype)
+    return (slopes[:, None] * n)[:, None, :]
+
+
+def alibi_reach(slopes: torch.Tensor, nats: float = 10.0) -> torch.Tensor:
+    """Smallest integer distance r with s_h · r >= nats, per head (int64). Chapter 8.
+
+    The bias alone divides the weight of a key r positions back by e^(s_h r)
+    relative to the query's own position; past the reach that factor exceeds
+    e^nats (for 10 nats, about 22,000). A slope of 0 never gets there: ValueError.
+    """
+    slopes = _check_slopes(slopes)
+    if not isinstance(nats, (int, float)) or isinstance(nats, bool) or not nats > 0:
+        raise ValueError(f"nats must be a number > 0, got {nats!r}")
+    if bool((slopes == 0).any()):
+        raise ValueError("slopes must be > 0 for a finite reach")
+    reach = torch.ceil(nats / slopes.double())
+    # guard the rounding of nats / s_h: the smallest r that truly passes
+    below = (reach - 1) * slopes.double() >= nats
+    return (reach - below.double()).to(torch.int64)
+
+
+def bias_only_weights(slopes: torch.Tensor, m: int) -> torch.Tensor:
+    """Attention weights of a query at position m over keys n = 0 .. m from the bias alone.
+
+    What head h does when q · k is the same for every key: weights
+    w_h(r) = e^(-s_h r) / sum_{r'=0}^{m} e^(-s_h r'), indexed by the distance
+    r = m - n (column r). Shape (n_heads, m + 1), float64. Chapter 8.
+    """
+    slopes = _check_slopes(slopes).double()
+    m = check_int("m", m, minimum=0)
+    distance = torch.arange(m + 1, dtype=torch.float64)
+    return torch.softmax(-slopes[:, None] * distance, dim=-1)
 
 
 def fused_available() -> bool:

@@ -18,18 +18,20 @@ from typing import Any
 
 import torch
 
+from pe_book import alibi, decay, learned, relative, rope, sinusoidal, symmetry, taylor
 from pe_book import attention as attn
-from pe_book import decay, learned, relative, rope, sinusoidal, symmetry, taylor
 
 __all__ = [
     "Case",
     "ExerciseMismatch",
     "check",
+    "check_alibi_slopes",
     "check_attention",
     "check_base_for_wavelength",
     "check_bilinear_terms",
     "check_circle_solution",
     "check_decay_bound",
+    "check_decoding_bias",
     "check_diagonal_leak",
     "check_direction_matrix",
     "check_dot_profile",
@@ -38,6 +40,7 @@ __all__ = [
     "check_layout_conversion",
     "check_layout_permutation",
     "check_longest_wavelength",
+    "check_mean_distance",
     "check_ntk_frequencies",
     "check_permutation_matrix",
     "check_reach",
@@ -656,3 +659,58 @@ def check_ntk_frequencies(reader: Callable[[int, float, float], torch.Tensor]) -
         cases,
         atol=1e-12,
     )
+
+
+def check_alibi_slopes(reader: Callable[[int], Any]) -> None:
+    """Chapter 08: ``reader(n_heads)`` returns the n_heads slopes s_h (any sequence of floats)."""
+    cases = [Case((n,), f"n_heads={n}") for n in (1, 2, 4, 8, 16, 3, 6, 12, 20)]
+    check(
+        "alibi_slopes",
+        lambda n: torch.as_tensor(reader(n), dtype=torch.float64),
+        alibi.alibi_slopes,
+        cases,
+        atol=1e-12,
+    )
+
+
+def check_decoding_bias(reader: Callable[[int, int, torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 08: ``reader(q_len, k_len, slopes)`` returns the causal bias (H, q_len, k_len).
+
+    The queries are the last q_len of the k_len positions (decoding with a KV cache).
+    Only entries a query can see (key position <= query position) are compared.
+    """
+    name = "decoding_bias"
+    for q_len, k_len, heads in [(1, 1, 1), (1, 6, 2), (3, 3, 4), (2, 9, 3), (4, 10, 8)]:
+        slopes = alibi.alibi_slopes(heads)
+        try:
+            got = reader(q_len, k_len, slopes.clone())
+        except NotImplementedError:
+            print(_NOT_ATTEMPTED.format(name=name))
+            return
+        expected = alibi.alibi_bias(q_len, k_len, slopes)
+        where = f"{name}: q_len={q_len}, k_len={k_len}, {heads} heads"
+        if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+            raise ExerciseMismatch(f"{where}: expected shape {tuple(expected.shape)}, got {shape}")
+        visible = attn.causal_mask(q_len, k_len)
+        worst = float((got.double() - expected).abs()[:, visible].max())
+        if not worst <= 1e-9:  # also catches NaN
+            raise ExerciseMismatch(
+                f"{where}: visible entries differ by up to {worst:.3g}\n"
+                f"expected {_show(expected)}\ngot {_show(got)}"
+            )
+    print(f"{name}: all 5 cases agree on the entries each query sees.")
+
+
+def check_mean_distance(reader: Callable[[float, int], float]) -> None:
+    """Chapter 08: ``reader(slope, m)``: mean distance m - n under the bias-only weights."""
+
+    def reference(slope: float, m: int) -> float:
+        weights = alibi.bias_only_weights(torch.tensor([slope], dtype=torch.float64), m)[0]
+        return float((weights * torch.arange(m + 1, dtype=torch.float64)).sum())
+
+    cases = [
+        Case(args, f"slope={args[0]}, m={args[1]}")
+        for args in [(0.5, 0), (0.5, 100), (1 / 256, 100), (1 / 256, 5000), (0.0, 10)]
+    ]
+    check("mean_distance", lambda s, m: float(reader(s, m)), reference, cases, atol=1e-9)

@@ -7,7 +7,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pe_book.alibi import alibi_attention, alibi_bias, alibi_slopes, fused_available
+from pe_book.alibi import (
+    alibi_attention,
+    alibi_bias,
+    alibi_reach,
+    alibi_slopes,
+    fused_available,
+    row_constant_bias,
+)
 from pe_book.attention import attention
 
 
@@ -84,11 +91,24 @@ def test_official_row_constant_bias_agrees_under_a_causal_mask_only():
     # the two differ by s_h * m, a constant per row, which softmax ignores.
     q, k, v = _qkv()
     slopes = alibi_slopes(4)
-    row_constant = slopes[:, None, None] * torch.arange(10, dtype=torch.float64)
+    row_constant = row_constant_bias(10, slopes)
+    assert torch.equal(row_constant[0, 0], 0.25 * torch.arange(10, dtype=torch.float64))
     for causal in (True, False):
         ours = alibi_attention(q, k, v, slopes, causal=causal)
         official = attention(q, k, v, bias=row_constant.expand(4, 10, 10), causal=causal)
         assert torch.allclose(ours, official, atol=1e-12) == causal
+
+
+@given(st.integers(1, 64), st.floats(0.01, 100.0))
+def test_reach_is_the_first_distance_where_the_penalty_passes(n_heads, nats):
+    slopes = alibi_slopes(n_heads)
+    reach = alibi_reach(slopes, nats)
+    assert bool((slopes * reach >= nats).all())
+    assert bool((slopes * (reach - 1) < nats).all())
+
+
+def test_eight_heads_reach_ten_nats_at_20_to_2560():
+    assert alibi_reach(alibi_slopes(8)).tolist() == [20 * 2**h for h in range(8)]
 
 
 def test_decoding_one_query_matches_the_last_row_of_the_full_pass():
@@ -121,6 +141,9 @@ def test_offset_bias_is_a_block_of_the_full_bias(q_len, offset, causal):
         (lambda: alibi_bias(4, 4, torch.ones(2, 2)), ValueError, "slopes"),
         (lambda: alibi_bias(4, 4, torch.tensor([0.5, float("nan")])), ValueError, "slopes"),
         (lambda: alibi_attention(*_qkv(), alibi_slopes(3)), ValueError, "slopes"),
+        (lambda: row_constant_bias(0, alibi_slopes(2)), ValueError, "k_len"),
+        (lambda: alibi_reach(alibi_slopes(2), nats=0), ValueError, "nats"),
+        (lambda: alibi_reach(torch.tensor([0.5, 0.0])), ValueError, "slopes"),
     ],
 )
 def test_bad_input_is_refused(call, error, message):

@@ -152,3 +152,35 @@ def test_chapter_7_checkers_accept_right_and_reject_wrong_answers(capsys):
         exercises.check_layout_conversion(lambda q: torch.cat((q[..., 1::2], q[..., 0::2]), -1))
     with pytest.raises(exercises.ExerciseMismatch):  # linear, not NTK-aware
         exercises.check_ntk_frequencies(lambda d, b, s: rope.inverse_frequencies(d, b)[0] / s)
+
+
+def test_chapter_8_checkers_accept_right_and_reject_wrong_answers(capsys):
+    from pe_book import alibi
+
+    def masked_bias(q_len, k_len, slopes):  # -inf above the diagonal is fine too
+        bias = alibi.alibi_bias(q_len, k_len, slopes)
+        return bias.masked_fill(~exercises.attn.causal_mask(q_len, k_len), float("-inf"))
+
+    def mean_distance(slope, m):
+        weights = alibi.bias_only_weights(torch.tensor([slope]), m)[0]
+        return float((weights * torch.arange(m + 1)).sum())
+
+    exercises.check_alibi_slopes(alibi.alibi_slopes)
+    exercises.check_decoding_bias(masked_bias)
+    exercises.check_mean_distance(mean_distance)
+    out = capsys.readouterr().out
+    assert "not attempted" not in out and "all 5 cases agree on the entries" in out
+    with pytest.raises(exercises.ExerciseMismatch, match="n_heads=3"):  # powers of two only
+        exercises.check_alibi_slopes(lambda n: [2 ** (-8 * (h + 1) / n) for h in range(n)])
+    with pytest.raises(exercises.ExerciseMismatch, match="q_len=1, k_len=6"):  # no KV offset
+        exercises.check_decoding_bias(
+            lambda q_len, k_len, s: alibi.alibi_bias(q_len, k_len, s, offset=0)
+        )
+    with pytest.raises(exercises.ExerciseMismatch, match="shape"):
+        exercises.check_decoding_bias(lambda q_len, k_len, s: alibi.alibi_bias(q_len, k_len, s)[0])
+    with pytest.raises(
+        exercises.ExerciseMismatch, match=r"slope=0\.5, m=0"
+    ):  # infinite-sum formula
+        exercises.check_mean_distance(lambda s, m: 1 / (torch.e**s - 1) if s else m / 2)
+    exercises.check_alibi_slopes(stub)
+    assert "not attempted yet" in capsys.readouterr().out
