@@ -1,0 +1,155 @@
+"""A character-level corpus from Python's own standard library (chapter 9).
+
+Every Python installation ships its standard library as source, so the corpus
+needs no download. The files are *pinned*: ``pe_book/data/stdlib_files.txt``
+lists them (relative paths, sorted; tests, IDLE, lib2to3, demos and the
+machine-specific ``_sysconfigdata_*`` excluded), and ``Corpus.checksum`` (SHA-256
+of the encoded tokens) is recorded with every result, so text from a different
+Python build is detected rather than silently compared.
+
+Vocabulary (fixed, not learned from the data): tab, newline and the 95
+printable ASCII characters, plus one token for everything else (index 0).
+Split by file: every tenth file of the sorted list (index % 10 == 0) is
+validation text, the rest is training text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sysconfig
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from pe_book._checks import check_int, check_tensor
+
+__all__ = [
+    "VOCAB",
+    "Corpus",
+    "batch_offsets",
+    "decode",
+    "encode",
+    "eval_windows",
+    "load_corpus",
+    "pinned_files",
+    "training_batch",
+]
+
+OTHER = "\N{REPLACEMENT CHARACTER}"
+VOCAB: tuple[str, ...] = (OTHER, "\t", "\n", *(chr(c) for c in range(32, 127)))
+_INDEX = np.zeros(128, dtype=np.uint8)
+for _i, _ch in enumerate(VOCAB[1:], start=1):
+    _INDEX[ord(_ch)] = _i
+VALIDATION_EVERY = 10
+
+
+def encode(text: str) -> torch.Tensor:
+    """Characters -> token ids (uint8) in ``VOCAB``; anything outside it -> 0."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    ids = np.where(codes < 128, _INDEX[np.minimum(codes, 127)], 0).astype(np.uint8)
+    return torch.from_numpy(ids.copy())
+
+
+def decode(tokens: torch.Tensor) -> str:
+    """Token ids -> text (ids outside the vocabulary raise ValueError)."""
+    check_tensor("tokens", tokens, ndim=1)
+    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= len(VOCAB)):
+        raise ValueError(f"tokens must be ids in 0..{len(VOCAB) - 1}")
+    return "".join(VOCAB[i] for i in tokens.tolist())
+
+
+def pinned_files() -> list[str]:
+    """The pinned file list (paths relative to the standard library), sorted."""
+    text = resources.files("pe_book").joinpath("data/stdlib_files.txt").read_text("utf-8")
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Encoded training and validation text, with what identifies it."""
+
+    train: torch.Tensor  # uint8 token ids, the training files concatenated
+    valid: torch.Tensor  # uint8 token ids, the validation files concatenated
+    files: tuple[str, ...]
+    checksum: str  # SHA-256 over train then valid tokens
+    python: str  # the standard library the text was read from
+
+    @property
+    def vocab_size(self) -> int:
+        return len(VOCAB)
+
+
+def load_corpus(stdlib: str | Path | None = None) -> Corpus:
+    """Read and encode the pinned files from ``stdlib`` (default: this Python's).
+
+    Raises FileNotFoundError naming the first pinned file that is missing, so a
+    different Python version fails loudly instead of training on other text.
+    """
+    root = Path(stdlib if stdlib is not None else sysconfig.get_paths()["stdlib"])
+    files = pinned_files()
+    parts: dict[bool, list[torch.Tensor]] = {True: [], False: []}
+    for index, name in enumerate(files):
+        path = root / name
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"pinned corpus file {name!r} not found under {root}; the corpus is the "
+                "standard library of CPython 3.11 (see pe_book/data/stdlib_files.txt)"
+            )
+        text = path.read_text(encoding="utf-8", errors="replace")
+        parts[index % VALIDATION_EVERY == 0].append(encode(text + "\n"))
+    train, valid = torch.cat(parts[False]), torch.cat(parts[True])
+    digest = hashlib.sha256(train.numpy().tobytes())
+    digest.update(valid.numpy().tobytes())
+    return Corpus(train, valid, tuple(files), digest.hexdigest(), str(root))
+
+
+def batch_offsets(n_tokens: int, seq_len: int, batch: int, steps: int, seed: int) -> torch.Tensor:
+    """Start offsets of every training window, shape (steps, batch), int64.
+
+    Drawn once from a seeded generator, so every method sees the same text in
+    the same order. Each window needs seq_len + 1 tokens (inputs and targets).
+    """
+    n_tokens = check_int("n_tokens", n_tokens, minimum=1)
+    seq_len = check_int("seq_len", seq_len, minimum=1)
+    batch = check_int("batch", batch, minimum=1)
+    steps = check_int("steps", steps, minimum=0)
+    if n_tokens < seq_len + 1:
+        raise ValueError(f"n_tokens must be >= seq_len + 1 = {seq_len + 1}, got {n_tokens}")
+    generator = torch.Generator().manual_seed(check_int("seed", seed))
+    return torch.randint(0, n_tokens - seq_len, (steps, batch), generator=generator)
+
+
+def training_batch(
+    tokens: torch.Tensor, offsets: torch.Tensor, seq_len: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and next-character targets, each (batch, seq_len) int64."""
+    check_tensor("tokens", tokens, ndim=1)
+    check_tensor("offsets", offsets, ndim=1)
+    seq_len = check_int("seq_len", seq_len, minimum=1)
+    index = offsets[:, None] + torch.arange(seq_len + 1)  # (batch, seq_len + 1)
+    window = tokens[index].long()
+    return window[:, :-1], window[:, 1:]
+
+
+def eval_windows(
+    tokens: torch.Tensor, seq_len: int, max_windows: int | None = None
+) -> torch.Tensor:
+    """Non-overlapping windows of seq_len + 1 tokens, shape (n, seq_len + 1), int64.
+
+    Window w covers tokens w·(seq_len + 1) .. (w + 1)·(seq_len + 1) - 1: the model
+    reads the first seq_len and predicts the last seq_len. ``max_windows`` keeps
+    the first ones only (the same text for every method).
+    """
+    check_tensor("tokens", tokens, ndim=1)
+    seq_len = check_int("seq_len", seq_len, minimum=1)
+    n = tokens.numel() // (seq_len + 1)
+    if max_windows is not None:
+        n = min(n, check_int("max_windows", max_windows, minimum=1))
+    if n == 0:
+        raise ValueError(f"tokens too short for one window of seq_len + 1 = {seq_len + 1}")
+    return tokens[: n * (seq_len + 1)].view(n, seq_len + 1).long()

@@ -1,0 +1,171 @@
+"""A small decoder-only character LM whose only varying part is ``position=`` (chapters 9-10).
+
+Every method comes from its chapter's module; nothing is implemented twice:
+
+| position     | where it enters                         | module                      |
+| ------------ | --------------------------------------- | --------------------------- |
+| "none"       | nowhere (NoPE: only the causal mask)    | pe_book.attention           |
+| "sinusoidal" | added to the token vectors              | pe_book.sinusoidal (ch. 3)  |
+| "learned"    | added to the token vectors, a table     | pe_book.learned (ch. 6)     |
+| "shaw"       | relative key/value embeddings, clipped  | pe_book.relative (ch. 6)    |
+| "t5"         | a learned bias per bucket of m - n      | pe_book.relative (ch. 6)    |
+| "rope"       | q and k rotated by m θ_i                | pe_book.rope (ch. 7)        |
+| "alibi"      | the bias -s_h (m - n)                   | pe_book.alibi (ch. 8)       |
+
+Architecture (identical for all): token embedding, ``n_layers`` pre-LayerNorm
+blocks (causal multi-head attention, then a 4·dim GELU MLP, each with a
+residual), a final LayerNorm and a linear read-out to the vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pe_book._checks import check_choice, check_int, check_tensor
+from pe_book.alibi import alibi_attention, alibi_slopes
+from pe_book.attention import attention, merge_heads, split_heads
+from pe_book.learned import LearnedPositions
+from pe_book.relative import ShawAttention, T5Bias
+from pe_book.rope import Rope, Scaling
+from pe_book.sinusoidal import SinusoidalEncoding
+
+__all__ = ["POSITIONS", "CharLM", "ModelConfig"]
+
+POSITIONS = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Size of the model and how it sees position.
+
+    ``train_len`` sizes what must be sized: the learned table has exactly
+    ``train_len`` rows (it cannot run longer inputs). ``shaw_max_offset`` is
+    Shaw et al.'s clipping distance K; T5 uses 32 causal buckets up to
+    ``t5_max_distance``.
+    """
+
+    position: str
+    vocab_size: int
+    dim: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    train_len: int = 64
+    shaw_max_offset: int = 16
+    t5_max_distance: int = 128
+
+    def __post_init__(self) -> None:
+        check_choice("position", self.position, POSITIONS)
+        check_int("vocab_size", self.vocab_size, minimum=1)
+        check_int("n_layers", self.n_layers, minimum=1)
+        check_int("n_heads", self.n_heads, minimum=1)
+        check_int("dim", self.dim, minimum=2)
+        if self.dim % self.n_heads or (self.dim // self.n_heads) % 2:
+            raise ValueError(
+                f"dim / n_heads must be an even integer (RoPE pairs), got dim={self.dim}, "
+                f"n_heads={self.n_heads}"
+            )
+        check_int("train_len", self.train_len, minimum=1)
+        check_int("shaw_max_offset", self.shaw_max_offset, minimum=0)
+        check_int("t5_max_distance", self.t5_max_distance, minimum=1)
+
+
+class _Attention(nn.Module):
+    """Causal multi-head self-attention for every mode except "shaw"."""
+
+    slopes: torch.Tensor
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.dim, self.n_heads, self.position = config.dim, config.n_heads, config.position
+        self.qkv = nn.Linear(config.dim, 3 * config.dim, bias=False)
+        self.out = nn.Linear(config.dim, config.dim, bias=False)
+        self.rope = Rope(config.dim // config.n_heads) if config.position == "rope" else None
+        if config.position == "alibi":
+            self.register_buffer("slopes", alibi_slopes(config.n_heads).float(), persistent=False)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).split(self.dim, -1))
+        if self.rope is not None:
+            q, k = self.rope(q), self.rope(k)
+        if self.position == "alibi":
+            z = alibi_attention(q, k, v, self.slopes, causal=True)
+        else:
+            z = attention(q, k, v, bias=bias, causal=True)
+        return self.out(merge_heads(z))
+
+
+class _Block(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.shaw = config.position == "shaw"
+        self.norm1, self.norm2 = nn.LayerNorm(config.dim), nn.LayerNorm(config.dim)
+        self.attn: nn.Module = (
+            ShawAttention(config.dim, config.n_heads, config.shaw_max_offset)
+            if self.shaw
+            else _Attention(config)
+        )
+        self.mlp = nn.Sequential(
+            nn.Linear(config.dim, 4 * config.dim), nn.GELU(), nn.Linear(4 * config.dim, config.dim)
+        )
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        h = self.norm1(x)
+        x = x + (self.attn(h, causal=True) if self.shaw else self.attn(h, bias))
+        return x + self.mlp(self.norm2(x))
+
+
+class CharLM(nn.Module):
+    """``forward(tokens)``: ids (batch, L) int64 -> logits (batch, L, vocab_size). Chapter 9."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.dim)
+        self.absolute: nn.Module | None = None
+        if config.position == "sinusoidal":
+            self.absolute = SinusoidalEncoding(config.dim, max_len=config.train_len)
+        elif config.position == "learned":
+            self.absolute = LearnedPositions(config.train_len, config.dim)
+        self.t5 = (
+            T5Bias(config.n_heads, bidirectional=False, max_distance=config.t5_max_distance)
+            if config.position == "t5"
+            else None
+        )
+        self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_layers))
+        self.norm = nn.LayerNorm(config.dim)
+        self.head = nn.Linear(config.dim, config.vocab_size)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        check_tensor("tokens", tokens, ndim=2)
+        if tokens.dtype != torch.int64:
+            raise TypeError(f"tokens must be int64 ids, got {tokens.dtype}")
+        x = self.embed(tokens)  # (batch, L, dim)
+        if self.absolute is not None:
+            x = self.absolute(x)
+        seq_len = tokens.shape[1]
+        bias = self.t5(seq_len, seq_len).to(x.dtype) if self.t5 is not None else None  # once
+        for block in self.blocks:
+            x = block(x, bias)
+        return self.head(self.norm(x))
+
+    def token_losses(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy in nats of each next-character prediction, shape (batch, L)."""
+        logits = self.forward(inputs)
+        return F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+
+    def loss(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy (nats per character) over the batch."""
+        return self.token_losses(inputs, targets).mean()
+
+    def set_rope_scaling(self, scaling: Scaling | None) -> None:
+        """Swap the RoPE angles for a context-extension method, no retraining (chapter 7)."""
+        if self.config.position != "rope":
+            raise ValueError(
+                f"set_rope_scaling needs position='rope', not {self.config.position!r}"
+            )
+        for block in self.blocks:
+            block.attn.rope = Rope(self.config.dim // self.config.n_heads, scaling=scaling)

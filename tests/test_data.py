@@ -1,0 +1,74 @@
+"""pe_book.data: the pinned standard-library corpus, its vocabulary, split and batches."""
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pe_book import data
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return data.load_corpus()
+
+
+@given(st.text(alphabet=st.characters(min_codepoint=9, max_codepoint=126), max_size=200))
+def test_ascii_text_round_trips(text):
+    text = "".join(c for c in text if c in data.VOCAB)
+    assert data.decode(data.encode(text)) == text
+
+
+def test_characters_outside_the_vocabulary_become_token_0():
+    assert data.encode("é\x00x→").tolist() == [0, 0, data.VOCAB.index("x"), 0]
+    assert len(data.VOCAB) == 98 and data.VOCAB[1:3] == ("\t", "\n")
+
+
+def test_pinned_list_is_sorted_without_tests_or_machine_specific_files():
+    files = data.pinned_files()
+    assert files == sorted(files) and len(files) == len(set(files)) > 500
+    assert not any("/test" in f or f.startswith(("test", "idlelib/")) for f in files)
+    assert not any(f.startswith("_sysconfigdata_") for f in files)
+
+
+def test_corpus_split_by_file_and_checksum(corpus):
+    assert corpus.train.dtype == torch.uint8 and corpus.vocab_size == 98
+    assert 5_000_000 < corpus.train.numel() and 500_000 < corpus.valid.numel()
+    assert corpus.valid.numel() < corpus.train.numel() / 5
+    # the first file (__future__.py, index 0) is validation text
+    assert data.decode(corpus.valid[:3]) == '"""'
+    assert len(corpus.checksum) == 64 and data.load_corpus().checksum == corpus.checksum
+
+
+def test_a_missing_pinned_file_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"__future__\.py"):
+        data.load_corpus(tmp_path)
+
+
+def test_batches_are_reproducible_and_targets_are_the_next_character(corpus):
+    offsets = data.batch_offsets(corpus.train.numel(), 16, 4, 3, seed=7)
+    assert torch.equal(offsets, data.batch_offsets(corpus.train.numel(), 16, 4, 3, seed=7))
+    x, y = data.training_batch(corpus.train, offsets[0], 16)
+    assert x.shape == y.shape == (4, 16) and torch.equal(x[:, 1:], y[:, :-1])
+
+
+def test_eval_windows_do_not_overlap():
+    tokens = torch.arange(50, dtype=torch.uint8)
+    windows = data.eval_windows(tokens, 9)
+    assert windows.shape == (5, 10) and windows.flatten().tolist() == list(range(50))
+    assert data.eval_windows(tokens, 9, max_windows=2).shape == (2, 10)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: data.encode(b"x"), TypeError, "text"),
+        (lambda: data.decode(torch.tensor([98])), ValueError, "tokens"),
+        (lambda: data.batch_offsets(10, 10, 1, 1, seed=0), ValueError, "n_tokens"),
+        (lambda: data.batch_offsets(100, 0, 1, 1, seed=0), ValueError, "seq_len"),
+        (lambda: data.eval_windows(torch.zeros(5, dtype=torch.uint8), 9), ValueError, "short"),
+    ],
+)
+def test_bad_input_is_refused(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
