@@ -1,0 +1,296 @@
+"""Train short, test long: the controlled extrapolation study of chapter 9.
+
+``python -m pe_book.experiments extrapolation [--quick] [--out DIR]`` trains one
+:class:`pe_book.model.CharLM` per position method with the same seed, data
+order, steps and size, at length ``train_len``, then measures perplexity on
+validation text at 1, 2, 4, 8 and 16 times that length (non-overlapping
+windows) and the mean loss at each position of the longest window.
+
+Each method's result is one JSON file, written atomically (a temporary file,
+then ``os.replace``), holding the config, the versions, the corpus checksum and
+the wall time. A rerun skips every method whose file exists and matches the
+current config and corpus, so an interrupted study resumes where it stopped
+and never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from pe_book import data
+from pe_book.model import POSITIONS, CharLM, ModelConfig
+from pe_book.seed import seed_everything
+
+__all__ = [
+    "QUICK",
+    "SCHEMA_VERSION",
+    "StudyConfig",
+    "evaluate",
+    "load_result",
+    "run_method",
+    "run_study",
+    "train",
+    "validate_result",
+    "write_atomically",
+]
+
+SCHEMA_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyConfig:
+    """Everything that must be equal between methods (and between a run and its resume)."""
+
+    train_len: int = 64
+    steps: int = 1500
+    batch: int = 32
+    learning_rate: float = 3e-3
+    warmup: int = 100
+    dim: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    eval_multiples: tuple[int, ...] = (1, 2, 4, 8, 16)
+    eval_chars: int = 65_536  # validation characters per evaluation length
+    seed: int = 0
+    threads: int = 2
+
+    def model_config(self, position: str) -> ModelConfig:
+        return ModelConfig(
+            position,
+            len(data.VOCAB),
+            dim=self.dim,
+            n_layers=self.n_layers,
+            n_heads=self.n_heads,
+            train_len=self.train_len,
+        )
+
+
+QUICK = StudyConfig(
+    train_len=32,
+    steps=200,
+    batch=16,
+    warmup=20,
+    dim=64,
+    eval_multiples=(1, 2, 4, 8),
+    eval_chars=8192,
+)
+
+
+def _learning_rate(step: int, config: StudyConfig) -> float:
+    """Linear warm-up, then cosine decay to 10% of the peak."""
+    if step < config.warmup:
+        return config.learning_rate * (step + 1) / config.warmup
+    progress = (step - config.warmup) / max(1, config.steps - config.warmup)
+    return config.learning_rate * (0.1 + 0.45 * (1 + math.cos(math.pi * progress)))
+
+
+def train(
+    model: CharLM, corpus: data.Corpus, config: StudyConfig, *, progress: bool = True
+) -> list[float]:
+    """AdamW on the corpus's training text; returns the loss (nats/char) of every step."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01)
+    offsets = data.batch_offsets(
+        corpus.train.numel(), config.train_len, config.batch, config.steps, seed=config.seed
+    )
+    losses = []
+    model.train()
+    bar = tqdm(
+        range(config.steps),
+        desc=model.config.position,
+        disable=not progress,
+        file=sys.stdout,
+        leave=False,
+    )
+    for step in bar:
+        for group in optimizer.param_groups:
+            group["lr"] = _learning_rate(step, config)
+        loss = model.loss(*data.training_batch(corpus.train, offsets[step], config.train_len))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    return losses
+
+
+@torch.no_grad()
+def evaluate(
+    model: CharLM, tokens: torch.Tensor, seq_len: int, eval_chars: int
+) -> tuple[float, list[float]]:
+    """Perplexity over non-overlapping windows of seq_len, and mean loss at each position.
+
+    Uses the first ``eval_chars // seq_len`` windows of ``tokens`` (at least one),
+    in batches of up to 8 windows. Raises ValueError if the model cannot run at
+    this length (a learned table shorter than seq_len).
+    """
+    model.eval()
+    windows = data.eval_windows(tokens, seq_len, max_windows=max(1, eval_chars // seq_len))
+    per_position = torch.zeros(seq_len, dtype=torch.float64)
+    for chunk in windows.split(8):
+        per_position += model.token_losses(chunk[:, :-1], chunk[:, 1:]).double().sum(0)
+    per_position /= windows.shape[0]
+    return math.exp(float(per_position.mean())), per_position.tolist()
+
+
+def _versions() -> dict[str, str]:
+    import numpy
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def run_method(
+    position: str, corpus: data.Corpus, config: StudyConfig, *, progress: bool = True
+) -> dict[str, Any]:
+    """Train one method and evaluate it at every length; returns the result record."""
+    seed_everything(config.seed)
+    torch.set_num_threads(config.threads)
+    model = CharLM(config.model_config(position))
+    start = time.perf_counter()
+    losses = train(model, corpus, config, progress=progress)
+    train_seconds = time.perf_counter() - start
+    perplexity: dict[str, float | None] = {}
+    longest: list[float] | None = None
+    for multiple in config.eval_multiples:
+        length = multiple * config.train_len
+        try:
+            ppl, per_position = evaluate(model, corpus.valid, length, config.eval_chars)
+        except ValueError:  # the learned table has no rows past train_len
+            perplexity[str(length)] = None
+            continue
+        perplexity[str(length)] = ppl
+        longest = per_position
+    return {
+        "schema": SCHEMA_VERSION,
+        "position": position,
+        "config": dataclasses.asdict(config),
+        "corpus_checksum": corpus.checksum,
+        "versions": _versions(),
+        "train_seconds": train_seconds,
+        "wall_seconds": time.perf_counter() - start,
+        "train_loss_last_100": sum(losses[-100:]) / len(losses[-100:]),
+        "perplexity": perplexity,
+        "loss_by_position": longest,
+        "loss_by_position_length": len(longest) if longest else None,
+    }
+
+
+def validate_result(record: object) -> dict[str, Any]:
+    """Check a result record's structure; returns it, or raises ValueError naming the field."""
+    if not isinstance(record, dict):
+        raise ValueError("result must be a JSON object")
+    expected = {
+        "schema": int,
+        "position": str,
+        "config": dict,
+        "corpus_checksum": str,
+        "versions": dict,
+        "train_seconds": float,
+        "wall_seconds": float,
+        "train_loss_last_100": float,
+        "perplexity": dict,
+    }
+    for field, kind in expected.items():
+        if not isinstance(record.get(field), kind):
+            raise ValueError(f"result field {field!r} must be {kind.__name__}")
+    if record["schema"] != SCHEMA_VERSION or record["position"] not in POSITIONS:
+        raise ValueError("result field 'schema' or 'position' has an unknown value")
+    for length, value in record["perplexity"].items():
+        if not length.isdigit() or not (value is None or (isinstance(value, float) and value > 1)):
+            raise ValueError(f"result field 'perplexity' has a bad entry {length!r}: {value!r}")
+    return record
+
+
+def write_atomically(path: Path, record: dict[str, Any]) -> None:
+    """Write JSON to ``path`` via a temporary file in the same folder and os.replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(record, out, indent=1)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def load_result(path: Path, config: StudyConfig, checksum: str) -> dict[str, Any] | None:
+    """The stored record if it is valid and was made with this config and corpus, else None."""
+    try:
+        record = validate_result(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+    same_config = record["config"] == json.loads(json.dumps(dataclasses.asdict(config)))
+    return record if same_config and record["corpus_checksum"] == checksum else None
+
+
+def run_study(
+    out: Path,
+    config: StudyConfig,
+    positions: tuple[str, ...] = POSITIONS,
+    *,
+    progress: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """Run (or resume) the study: one JSON file per method in ``out``."""
+    corpus = data.load_corpus()
+    results = {}
+    for position in positions:
+        path = Path(out) / f"{position}.json"
+        record = load_result(path, config, corpus.checksum)
+        if record is None:
+            record = run_method(position, corpus, config, progress=progress)
+            write_atomically(path, record)
+        results[position] = record
+    return results
+
+
+def _table(results: dict[str, dict[str, Any]]) -> str:
+    lengths = list(next(iter(results.values()))["perplexity"])
+    lines = [f"{'method':<11}" + "".join(f"{'L=' + n:>11}" for n in lengths) + f"{'train s':>9}"]
+    for position, record in results.items():
+        cells = "".join(
+            f"{'cannot run' if v is None else f'{v:.3f}':>11}"
+            for v in record["perplexity"].values()
+        )
+        lines.append(f"{position:<11}{cells}{record['train_seconds']:>9.0f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("study", choices=["extrapolation"])
+    parser.add_argument("--quick", action="store_true", help="a small run, well under a minute")
+    parser.add_argument("--out", type=Path, default=None, help="folder for the JSON results")
+    parser.add_argument("--positions", nargs="+", choices=POSITIONS, default=list(POSITIONS))
+    args = parser.parse_args(argv)
+    config = QUICK if args.quick else StudyConfig()
+    out = args.out or Path("results") / ("extrapolation-quick" if args.quick else "extrapolation")
+    results = run_study(out, config, tuple(args.positions))
+    print(f"perplexity (characters) on validation text; trained at L={config.train_len}")
+    print(_table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
