@@ -1,0 +1,90 @@
+"""pe_book.experiments: records are complete, validated and atomic; a stopped study resumes."""
+
+import json
+
+import pytest
+
+from pe_book import data, experiments
+from pe_book.experiments import StudyConfig
+
+TINY = StudyConfig(
+    train_len=8,
+    steps=3,
+    batch=2,
+    warmup=1,
+    dim=16,
+    n_heads=2,
+    eval_multiples=(1, 2),
+    eval_chars=64,
+)
+
+
+def test_a_result_records_config_versions_checksum_and_cannot_run(tmp_path):
+    results = experiments.run_study(tmp_path, TINY, ("learned",), progress=False)
+    record = json.loads((tmp_path / "learned.json").read_text())
+    assert record == json.loads(json.dumps(results["learned"]))
+    experiments.validate_result(record)
+    assert record["corpus_checksum"] == data.load_corpus().checksum
+    assert record["config"]["steps"] == 3 and record["versions"]["torch"]
+    assert record["perplexity"]["8"] > 1 and record["perplexity"]["16"] is None  # no rows past 8
+
+
+def test_an_interrupted_study_resumes_and_keeps_finished_methods(tmp_path, monkeypatch):
+    calls = []
+    real = experiments.run_method
+
+    def interrupted_after_one(position, corpus, config, progress=True):
+        if calls:
+            raise KeyboardInterrupt  # the second method is stopped midway
+        calls.append(position)
+        return real(position, corpus, config, progress=progress)
+
+    monkeypatch.setattr(experiments, "run_method", interrupted_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        experiments.run_study(tmp_path, TINY, ("none", "alibi"), progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["none.json"]  # no partial file
+    first = (tmp_path / "none.json").read_text()
+
+    monkeypatch.setattr(experiments, "run_method", real)
+    resumed = []
+    monkeypatch.setattr(
+        experiments,
+        "run_method",
+        lambda position, *a, **k: resumed.append(position) or real(position, *a, **k),
+    )
+    experiments.run_study(tmp_path, TINY, ("none", "alibi"), progress=False)
+    assert resumed == ["alibi"] and (tmp_path / "none.json").read_text() == first
+
+
+def test_a_result_from_another_config_or_a_corrupt_file_is_redone(tmp_path):
+    experiments.run_study(tmp_path, TINY, ("none",), progress=False)
+    corpus = data.load_corpus()
+    path = tmp_path / "none.json"
+    assert experiments.load_result(path, TINY, corpus.checksum) is not None
+    assert experiments.load_result(path, TINY, "another corpus") is None
+    other = StudyConfig(**{**TINY.__dict__, "steps": 4})
+    assert experiments.load_result(path, other, corpus.checksum) is None
+    path.write_text('{"schema": 1, "position": "none"')  # cut off mid-write
+    assert experiments.load_result(path, TINY, corpus.checksum) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"schema": 99}, "schema"),
+        ({"position": "xpos"}, "position"),
+        ({"train_seconds": "fast"}, "train_seconds"),
+        ({"perplexity": {"64": 0.5}}, "perplexity"),
+        ({"corpus_checksum": None}, "corpus_checksum"),
+    ],
+)
+def test_validate_result_names_the_bad_field(tmp_path, change, field):
+    record = experiments.run_study(tmp_path, TINY, ("none",), progress=False)["none"]
+    with pytest.raises(ValueError, match=field):
+        experiments.validate_result(record | change)
+
+
+def test_write_atomically_leaves_no_file_when_serialising_fails(tmp_path):
+    with pytest.raises(TypeError):
+        experiments.write_atomically(tmp_path / "x.json", {"bad": object()})
+    assert list(tmp_path.iterdir()) == []
