@@ -219,5 +219,5 @@ def alibi_attention(
                 f"q_len must be <= k_len when causal, got {q.shape[-2]} > {k.shape[-2]}"
             )
         return _fused(q, k, v, slopes, causal)
-    bias = alibi_bias(q.shape[-2], k.shape[-2], slopes, causal=causal)
-    return attention(q, k, v, bias=bias.to(q.dtype), causal=causal)
+    bias = alibi_bias(q.shape[-2], k.shape[-2], slopes.to(q.dtype), causal=causal)
+    return attention(q, k, v, bias=bias, causal=causal)
