@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from pe_book import data
 from pe_book.model import POSITIONS, CharLM, ModelConfig
+from pe_book.rope import DynamicNTKScaling, LinearScaling, Scaling, YaRNScaling
 from pe_book.seed import seed_everything
 
 __all__ = [
@@ -147,6 +148,37 @@ def evaluate(
     return math.exp(float(per_position.mean())), per_position.tolist()
 
 
+def rope_scalings(length: int, train_len: int) -> dict[str, Scaling]:
+    """Inference-time context extension for a RoPE model trained at train_len (chapter 7).
+
+    Position Interpolation and YaRN with factor s = length / train_len; dynamic NTK
+    with factor 1 (its base grows with the current length by itself).
+    """
+    factor = length / train_len
+    return {
+        "position interpolation": LinearScaling(factor),
+        "dynamic NTK": DynamicNTKScaling(1.0, train_len),
+        "YaRN": YaRNScaling(factor, train_len),
+    }
+
+
+def _scaled_rope(
+    model: CharLM, corpus: data.Corpus, config: StudyConfig
+) -> dict[str, dict[str, float]]:
+    """Perplexity of the trained RoPE model with each scaling, at lengths past train_len."""
+    scaled: dict[str, dict[str, float]] = {}
+    for multiple in config.eval_multiples:
+        length = multiple * config.train_len
+        if length <= config.train_len:
+            continue
+        for name, scaling in rope_scalings(length, config.train_len).items():
+            model.set_rope_scaling(scaling)
+            ppl, _ = evaluate(model, corpus.valid, length, config.eval_chars)
+            scaled.setdefault(name, {})[str(length)] = ppl
+    model.set_rope_scaling(None)
+    return scaled
+
+
 def _versions() -> dict[str, str]:
     import numpy
 
@@ -179,7 +211,7 @@ def run_method(
             continue
         perplexity[str(length)] = ppl
         longest = per_position
-    return {
+    record: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "position": position,
         "config": dataclasses.asdict(config),
@@ -192,6 +224,10 @@ def run_method(
         "loss_by_position": longest,
         "loss_by_position_length": len(longest) if longest else None,
     }
+    if position == "rope":  # the same trained weights, angles changed at inference
+        record["rope_scaling"] = _scaled_rope(model, corpus, config)
+    record["wall_seconds"] = time.perf_counter() - start
+    return record
 
 
 def validate_result(record: object) -> dict[str, Any]:
@@ -214,9 +250,18 @@ def validate_result(record: object) -> dict[str, Any]:
             raise ValueError(f"result field {field!r} must be {kind.__name__}")
     if record["schema"] != SCHEMA_VERSION or record["position"] not in POSITIONS:
         raise ValueError("result field 'schema' or 'position' has an unknown value")
-    for length, value in record["perplexity"].items():
-        if not length.isdigit() or not (value is None or (isinstance(value, float) and value > 1)):
-            raise ValueError(f"result field 'perplexity' has a bad entry {length!r}: {value!r}")
+    tables = [("perplexity", record["perplexity"])]
+    scaled = record.get("rope_scaling", {})
+    if not isinstance(scaled, dict):
+        raise ValueError("result field 'rope_scaling' must be dict")
+    tables += [("rope_scaling", table) for table in scaled.values()]
+    for field, table in tables:
+        if not isinstance(table, dict):
+            raise ValueError(f"result field {field!r} must map lengths to perplexities")
+        for length, value in table.items():
+            good = value is None or (isinstance(value, float) and value > 1)
+            if not length.isdigit() or not good:
+                raise ValueError(f"result field {field!r} has a bad entry {length!r}: {value!r}")
     return record
 
 
@@ -274,6 +319,9 @@ def _table(results: dict[str, dict[str, Any]]) -> str:
             for v in record["perplexity"].values()
         )
         lines.append(f"{position:<11}{cells}{record['train_seconds']:>9.0f}")
+    for name, table in results.get("rope", {}).get("rope_scaling", {}).items():
+        cells = "".join(f"{table[n]:>11.3f}" if n in table else f"{'-':>11}" for n in lengths)
+        lines.append(f"  rope + {name}\n{'':<11}{cells}")
     return "\n".join(lines)
 
 

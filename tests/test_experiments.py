@@ -88,3 +88,15 @@ def test_write_atomically_leaves_no_file_when_serialising_fails(tmp_path):
     with pytest.raises(TypeError):
         experiments.write_atomically(tmp_path / "x.json", {"bad": object()})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_rope_result_adds_inference_time_scaling_past_the_training_length(tmp_path):
+    record = experiments.run_study(tmp_path, TINY, ("rope",), progress=False)["rope"]
+    scaled = record["rope_scaling"]
+    assert set(scaled) == {"position interpolation", "dynamic NTK", "YaRN"}
+    assert all(set(table) == {"16"} for table in scaled.values())  # only lengths > 8
+    assert all(
+        value != record["perplexity"]["16"] for table in scaled.values() for value in table.values()
+    )
+    with pytest.raises(ValueError, match="rope_scaling"):
+        experiments.validate_result(record | {"rope_scaling": {"YaRN": {"16": 0.0}}})
