@@ -22,7 +22,13 @@ import torch.nn.functional as F
 
 from pe_book.rope import Rope
 
-__all__ = ["alibi_benchmark", "rope_benchmark", "rope_benchmark_in_processes", "time_round_robin"]
+__all__ = [
+    "alibi_benchmark",
+    "peak_rss_mib",
+    "rope_benchmark",
+    "rope_benchmark_in_processes",
+    "time_round_robin",
+]
 
 
 def time_round_robin(
@@ -133,7 +139,7 @@ def rope_benchmark_in_processes(
     return summary
 
 
-def _peak_rss_mib(function: Callable[[], object]) -> float:
+def peak_rss_mib(function: Callable[[], object]) -> float:
     """Peak resident memory of one call above the memory held before it, in MiB.
 
     Linux only: resets the process's high-water mark (/proc/self/clear_refs), so
@@ -152,7 +158,9 @@ def _peak_rss_mib(function: Callable[[], object]) -> float:
         clear.write("5")
     before = status("VmRSS:")
     function()
-    return (status("VmHWM:") - before) / 1024
+    # The mark was just reset to the current RSS, so it cannot be below `before`
+    # except by the few kB the two reads of /proc differ by: report those as 0.
+    return max(0.0, (status("VmHWM:") - before) / 1024)
 
 
 def _alibi_methods(
@@ -190,7 +198,7 @@ def alibi_benchmark(
         milliseconds = time_round_robin(methods, rounds=repeats, warmup=1)
         baseline = milliseconds["causal SDPA, no bias"]
         for name, function in methods.items():
-            peak = _peak_rss_mib(function)
+            peak = peak_rss_mib(function)
             rows.append((seq_len, name, milliseconds[name], milliseconds[name] / baseline, peak))
     return rows
 

@@ -32,6 +32,7 @@ __all__ = [
     "check_circle_solution",
     "check_decay_bound",
     "check_decoding_bias",
+    "check_degradation",
     "check_diagonal_leak",
     "check_direction_matrix",
     "check_dot_profile",
@@ -43,11 +44,13 @@ __all__ = [
     "check_mean_distance",
     "check_ntk_frequencies",
     "check_permutation_matrix",
+    "check_perplexity",
     "check_reach",
     "check_recover_positions",
     "check_relative_indices",
     "check_rope_rotation",
     "check_shift_matrix",
+    "check_short_context_fraction",
     "check_similarity_by_offset",
     "check_sinusoidal_table",
     "check_t5_bucket",
@@ -714,3 +717,49 @@ def check_mean_distance(reader: Callable[[float, int], float]) -> None:
         for args in [(0.5, 0), (0.5, 100), (1 / 256, 100), (1 / 256, 5000), (0.0, 10)]
     ]
     check("mean_distance", lambda s, m: float(reader(s, m)), reference, cases, atol=1e-9)
+
+
+def check_perplexity(reader: Callable[[list[float]], float]) -> None:
+    """Chapter 09: ``reader(losses)``: perplexity from per-prediction losses in nats."""
+    cases = [
+        Case(([0.0],), "one certain prediction", 1.0),
+        Case(([math.log(4.0)] * 3,), "three predictions at 1/4 each", 4.0),
+        Case(([0.5, 1.5, 2.5],), "losses 0.5, 1.5, 2.5", math.exp(1.5)),
+    ]
+    check("perplexity", lambda losses: float(reader(losses)), None, cases, atol=1e-9)
+
+
+def check_short_context_fraction(reader: Callable[[int, int], float]) -> None:
+    """Chapter 09: ``reader(seq_len, context)``: share of a window's predictions with
+    at most ``context`` tokens to condition on (prediction i, 1-based, sees i tokens)."""
+
+    def count(seq_len: int, context: int) -> float:
+        return sum(1 for i in range(1, seq_len + 1) if i <= context) / seq_len
+
+    cases = [
+        Case(args, f"seq_len={args[0]}, context={args[1]}")
+        for args in [(1000, 100), (2000, 100), (64, 100), (64, 0), (7, 3)]
+    ]
+    check("short_context_fraction", lambda n, c: float(reader(n, c)), count, cases, atol=1e-12)
+
+
+def check_degradation(reader: Callable[[dict[str, float | None], int], float | None]) -> None:
+    """Chapter 09: ``reader(perplexity, train_len)``: perplexity at the longest length
+    divided by perplexity at train_len; None if the model cannot run the longest."""
+    table = {"64": 4.0, "128": 5.0, "1024": 10.0}
+    cases = [
+        Case((table, 64), "4.0 at 64 ... 10.0 at 1024"),
+        Case(({"32": 2.0, "64": 1.5}, 32), "2.0 at 32, 1.5 at 64"),
+        Case(({"64": 3.6, "128": None, "1024": None}, 64), "cannot run past 64"),
+        Case(({"1024": 8.0, "64": 4.0}, 64), "lengths in another order"),
+    ]
+
+    def reference(perplexity: dict[str, float | None], train_len: int) -> float | None:
+        longest = perplexity[max(perplexity, key=int)]
+        return None if longest is None else longest / perplexity[str(train_len)]
+
+    def answer(perplexity: dict[str, float | None], train_len: int) -> float | None:
+        got = reader(dict(perplexity), train_len)
+        return None if got is None else float(got)
+
+    check("degradation", answer, reference, cases, atol=1e-12)

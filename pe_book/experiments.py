@@ -1,4 +1,4 @@
-"""Train short, test long: the controlled extrapolation study of chapter 9.
+"""Train short, test long: the controlled extrapolation study of chapter 9 (and the CLI of 10).
 
 ``python -m pe_book.experiments extrapolation [--quick] [--out DIR]`` trains one
 :class:`pe_book.model.CharLM` per position method with the same seed, data
@@ -11,6 +11,9 @@ then ``os.replace``), holding the config, the versions, the corpus checksum and
 the wall time. A rerun skips every method whose file exists and matches the
 current config and corpus, so an interrupted study resumes where it stopped
 and never leaves a half-written file.
+
+``python -m pe_book.experiments cost [--quick] [--no-kernels]`` prints chapter 10's
+cost table (:mod:`pe_book.cost`) and the RoPE and ALiBi kernel benchmarks.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = [
     "load_result",
     "run_method",
     "run_study",
+    "stored_results",
     "train",
     "validate_result",
     "write_atomically",
@@ -69,6 +73,10 @@ class StudyConfig:
     threads: int = 2
 
     def model_config(self, position: str) -> ModelConfig:
+        """The model for one method. T5's buckets end at train_len (``t5_max_distance``):
+        every bucket is then reached in training, as in T5 itself (buckets up to 128,
+        inputs of 512); with a larger max_distance the far buckets would keep their
+        random initial values and the study would measure untrained weights."""
         return ModelConfig(
             position,
             len(data.VOCAB),
@@ -76,6 +84,7 @@ class StudyConfig:
             n_layers=self.n_layers,
             n_heads=self.n_heads,
             train_len=self.train_len,
+            t5_max_distance=self.train_len,
         )
 
 
@@ -215,6 +224,7 @@ def run_method(
         "schema": SCHEMA_VERSION,
         "position": position,
         "config": dataclasses.asdict(config),
+        "model": dataclasses.asdict(model.config),
         "corpus_checksum": corpus.checksum,
         "versions": _versions(),
         "train_seconds": train_seconds,
@@ -290,6 +300,26 @@ def load_result(path: Path, config: StudyConfig, checksum: str) -> dict[str, Any
     return record if same_config and record["corpus_checksum"] == checksum else None
 
 
+def stored_results(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """Every valid result file in ``folder``, by method, in the book's method order.
+
+    Raises FileNotFoundError if the folder holds none, ValueError (naming the
+    file) if a file does not validate.
+    """
+    folder = Path(folder)
+    results = {}
+    for position in POSITIONS:
+        path = folder / f"{position}.json"
+        if path.is_file():
+            try:
+                results[position] = validate_result(json.loads(path.read_text(encoding="utf-8")))
+            except ValueError as error:
+                raise ValueError(f"{path}: {error}") from error
+    if not results:
+        raise FileNotFoundError(f"no result files in {folder}")
+    return results
+
+
 def run_study(
     out: Path,
     config: StudyConfig,
@@ -325,13 +355,43 @@ def _table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _print_cost(quick: bool, kernels: bool) -> None:
+    from pe_book import bench
+    from pe_book.cost import cost_study
+
+    seq_lens, repeats = ((64, 128), 2) if quick else ((256, 1024), 5)
+    print("cost per method vs NoPE (batch 8, dim 128, 2 layers, 4 heads, 2 threads)")
+    print(
+        f"{'L':>5} {'method':<11} {'train ms':>9} {'x NoPE':>7} {'infer ms':>9} "
+        f"{'x NoPE':>7} {'peak MiB':>9} {'params':>8}"
+    )
+    for row in cost_study(seq_lens, repeats=repeats):
+        print(
+            f"{row.seq_len:>5} {row.position:<11} {row.train_ms:>9.1f} {row.train_ratio:>7.2f}"
+            f" {row.infer_ms:>9.1f} {row.infer_ratio:>7.2f} {row.peak_mib:>9.0f}"
+            f" {row.parameters:>8,}"
+        )
+    if not kernels:
+        return
+    print("\nRoPE kernels (chapter 7), median over 3 fresh processes, ratio to a copy of q, k:")
+    for name, ms, ratio, low, high in bench.rope_benchmark_in_processes(processes=3, repeats=10):
+        print(f"  {name:<34} {ms:>7.2f} ms {ratio:>6.2f} [{low:.2f}..{high:.2f}]")
+    print("\nALiBi attention (chapter 8), ratio to causal SDPA without bias:")
+    for seq_len, name, ms, ratio, peak in bench.alibi_benchmark((1024,), repeats=3):
+        print(f"  L={seq_len} {name:<30} {ms:>7.1f} ms {ratio:>6.2f} peak {peak:>5.0f} MiB")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("study", choices=["extrapolation"])
+    parser.add_argument("study", choices=["extrapolation", "cost"])
+    parser.add_argument("--no-kernels", action="store_true", help="cost: skip the kernel tables")
     parser.add_argument("--quick", action="store_true", help="a small run, well under a minute")
     parser.add_argument("--out", type=Path, default=None, help="folder for the JSON results")
     parser.add_argument("--positions", nargs="+", choices=POSITIONS, default=list(POSITIONS))
     args = parser.parse_args(argv)
+    if args.study == "cost":
+        _print_cost(args.quick, kernels=not args.no_kernels)
+        return 0
     config = QUICK if args.quick else StudyConfig()
     out = args.out or Path("results") / ("extrapolation-quick" if args.quick else "extrapolation")
     results = run_study(out, config, tuple(args.positions))

@@ -184,3 +184,25 @@ def test_chapter_8_checkers_accept_right_and_reject_wrong_answers(capsys):
         exercises.check_mean_distance(lambda s, m: 1 / (torch.e**s - 1) if s else m / 2)
     exercises.check_alibi_slopes(stub)
     assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_chapter_9_checkers_accept_right_and_reject_wrong_answers(capsys):
+    import math
+
+    exercises.check_perplexity(lambda losses: math.exp(sum(losses) / len(losses)))
+    exercises.check_short_context_fraction(lambda n, c: min(c, n) / n)
+
+    def degradation(table, train_len):
+        longest = table[max(table, key=int)]
+        return None if longest is None else longest / table[str(train_len)]
+
+    exercises.check_degradation(degradation)
+    assert "not attempted" not in capsys.readouterr().out
+    with pytest.raises(exercises.ExerciseMismatch, match="losses 0.5"):  # mean of exp, not exp of mean
+        exercises.check_perplexity(lambda losses: sum(math.exp(x) for x in losses) / len(losses))
+    with pytest.raises(exercises.ExerciseMismatch, match="seq_len=64, context=100"):
+        exercises.check_short_context_fraction(lambda n, c: c / n)  # more than all of them
+    with pytest.raises(exercises.ExerciseMismatch, match="another order"):  # last key, not longest
+        exercises.check_degradation(
+            lambda t, n: None if None in t.values() else list(t.values())[-1] / t[str(n)]
+        )
