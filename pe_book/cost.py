@@ -6,8 +6,8 @@ fits) is timed side by side, round-robin (``pe_book.bench.time_round_robin``):
 
 - a training step: forward, backward and an AdamW update on a (batch, L) batch;
 - an inference forward pass under ``torch.no_grad``;
-- the peak resident memory of one training step above what the process held
-  before it (``pe_book.bench.peak_rss_mib``: Linux, a lower bound).
+- the memory one training step allocates (``pe_book.bench.allocations_mib``):
+  its largest single allocation (an L × L tensor shows here) and the total.
 
 Ratios are to the "none" (NoPE) model measured in the same run; milliseconds
 depend on the machine, ratios much less.
@@ -22,7 +22,7 @@ import torch
 
 from pe_book import data
 from pe_book._checks import check_int
-from pe_book.bench import peak_rss_mib, time_round_robin
+from pe_book.bench import allocations_mib, time_round_robin
 from pe_book.model import POSITIONS, CharLM, ModelConfig
 from pe_book.seed import seed_everything
 
@@ -37,7 +37,8 @@ class CostRow:
     train_ratio: float  # to NoPE at the same length
     infer_ms: float
     infer_ratio: float
-    peak_mib: float  # one training step, above the memory held before it
+    largest_alloc_mib: float  # largest single allocation of one training step
+    total_alloc_mib: float  # everything one training step allocates
     parameters: int
 
 
@@ -110,7 +111,7 @@ def cost_study(
                     train_ms[p] / train_ms["none"],
                     infer_ms[p],
                     infer_ms[p] / infer_ms["none"],
-                    peak_rss_mib(steps[p]),
+                    *allocations_mib(steps[p]),
                     sum(t.numel() for t in models[p].parameters()),
                 )
             )

@@ -355,20 +355,34 @@ def _table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _print_cost(quick: bool, kernels: bool) -> None:
+def _print_cost(quick: bool, kernels: bool, out: Path | None) -> None:
     from pe_book import bench
     from pe_book.cost import cost_study
 
     seq_lens, repeats = ((64, 128), 2) if quick else ((256, 1024), 5)
+    start = time.perf_counter()
+    rows = cost_study(seq_lens, repeats=repeats)
+    if out is not None:
+        record = {
+            "schema": SCHEMA_VERSION,
+            "study": "cost",
+            "seq_lens": list(seq_lens),
+            "repeats": repeats,
+            "versions": _versions(),
+            "wall_seconds": time.perf_counter() - start,
+            "rows": [dataclasses.asdict(row) for row in rows],
+        }
+        write_atomically(out / "cost.json", record)
     print("cost per method vs NoPE (batch 8, dim 128, 2 layers, 4 heads, 2 threads)")
     print(
         f"{'L':>5} {'method':<11} {'train ms':>9} {'x NoPE':>7} {'infer ms':>9} "
-        f"{'x NoPE':>7} {'peak MiB':>9} {'params':>8}"
+        f"{'x NoPE':>7} {'max MiB':>8} {'sum MiB':>8} {'params':>8}"
     )
-    for row in cost_study(seq_lens, repeats=repeats):
+    for row in rows:
         print(
             f"{row.seq_len:>5} {row.position:<11} {row.train_ms:>9.1f} {row.train_ratio:>7.2f}"
-            f" {row.infer_ms:>9.1f} {row.infer_ratio:>7.2f} {row.peak_mib:>9.0f}"
+            f" {row.infer_ms:>9.1f} {row.infer_ratio:>7.2f} {row.largest_alloc_mib:>8.0f}"
+            f" {row.total_alloc_mib:>8.0f}"
             f" {row.parameters:>8,}"
         )
     if not kernels:
@@ -377,8 +391,8 @@ def _print_cost(quick: bool, kernels: bool) -> None:
     for name, ms, ratio, low, high in bench.rope_benchmark_in_processes(processes=3, repeats=10):
         print(f"  {name:<34} {ms:>7.2f} ms {ratio:>6.2f} [{low:.2f}..{high:.2f}]")
     print("\nALiBi attention (chapter 8), ratio to causal SDPA without bias:")
-    for seq_len, name, ms, ratio, peak in bench.alibi_benchmark((1024,), repeats=3):
-        print(f"  L={seq_len} {name:<30} {ms:>7.1f} ms {ratio:>6.2f} peak {peak:>5.0f} MiB")
+    for seq_len, name, ms, ratio, largest in bench.alibi_benchmark((1024,), repeats=3):
+        print(f"  L={seq_len} {name:<30} {ms:>7.1f} ms {ratio:>6.2f} largest {largest:>5.0f} MiB")
 
 
 def main(argv: list[str]) -> int:
@@ -390,7 +404,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--positions", nargs="+", choices=POSITIONS, default=list(POSITIONS))
     args = parser.parse_args(argv)
     if args.study == "cost":
-        _print_cost(args.quick, kernels=not args.no_kernels)
+        cost_out = args.out or (None if args.quick else Path("results"))
+        _print_cost(args.quick, kernels=not args.no_kernels, out=cost_out)
         return 0
     config = QUICK if args.quick else StudyConfig()
     out = args.out or Path("results") / ("extrapolation-quick" if args.quick else "extrapolation")

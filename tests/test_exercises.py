@@ -206,3 +206,18 @@ def test_chapter_9_checkers_accept_right_and_reject_wrong_answers(capsys):
         exercises.check_degradation(
             lambda t, n: None if None in t.values() else list(t.values())[-1] / t[str(n)]
         )
+
+
+def test_chapter_10_checkers_accept_right_and_reject_wrong_answers(capsys):
+    import math
+
+    exercises.check_shaw_parameters(lambda n, k, d, v: n * (2 if v else 1) * (2 * k + 1) * d)
+    exercises.check_shaw_table_bytes(lambda length, d: length * length * d * 4)
+    exercises.check_scaling_exponent(lambda t1, l1, t2, l2: math.log(t2 / t1) / math.log(l2 / l1))
+    assert "not attempted" not in capsys.readouterr().out
+    with pytest.raises(exercises.ExerciseMismatch, match="max_offset=16"):  # 2K, not 2K + 1
+        exercises.check_shaw_parameters(lambda n, k, d, v: n * (2 if v else 1) * 2 * k * d)
+    with pytest.raises(exercises.ExerciseMismatch, match="seq_len=4"):  # the table, not the gather
+        exercises.check_shaw_table_bytes(lambda length, d: 33 * d * 4)
+    with pytest.raises(exercises.ExerciseMismatch, match="the same time"):
+        exercises.check_scaling_exponent(lambda t1, l1, t2, l2: (t2 / t1) / (l2 / l1))

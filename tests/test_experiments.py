@@ -100,3 +100,23 @@ def test_the_rope_result_adds_inference_time_scaling_past_the_training_length(tm
     )
     with pytest.raises(ValueError, match="rope_scaling"):
         experiments.validate_result(record | {"rope_scaling": {"YaRN": {"16": 0.0}}})
+
+
+def test_stored_results_reads_every_valid_file_and_names_a_bad_one(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no result files"):
+        experiments.stored_results(tmp_path)
+    experiments.run_study(tmp_path, TINY, ("alibi", "none"), progress=False)
+    assert list(experiments.stored_results(tmp_path)) == ["none", "alibi"]  # book order
+    (tmp_path / "rope.json").write_text('{"schema": 1}')
+    with pytest.raises(ValueError, match=r"rope\.json"):
+        experiments.stored_results(tmp_path)
+
+
+def test_the_committed_study_validates_and_matches_this_corpus():
+    from pathlib import Path
+
+    results = experiments.stored_results(Path(__file__).parents[1] / "results" / "extrapolation")
+    assert set(results) == set(experiments.POSITIONS)
+    checksum = data.load_corpus().checksum
+    assert all(record["corpus_checksum"] == checksum for record in results.values())
+    assert all(record["config"] == results["none"]["config"] for record in results.values())
