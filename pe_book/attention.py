@@ -91,12 +91,17 @@ def _additive_mask(
                 f"{(*q.shape[:-2], q_len, k_len)}"
             ) from None
         bias = bias.to(q.dtype)
-    if not causal:
-        return bias
-    allowed = causal_mask(q_len, k_len).to(q.device)  # (q_len, k_len)
-    mask = torch.zeros(q_len, k_len, dtype=q.dtype, device=q.device)
-    mask = mask.masked_fill(~allowed, float("-inf"))
-    return mask if bias is None else bias + mask
+    if causal:
+        allowed = causal_mask(q_len, k_len).to(q.device)  # (q_len, k_len)
+        mask = torch.zeros(q_len, k_len, dtype=q.dtype, device=q.device)
+        mask = mask.masked_fill(~allowed, float("-inf"))
+        bias = mask if bias is None else bias + mask
+    if bias is not None and 2 < bias.ndim < q.ndim:
+        # PyTorch's fused CPU attention kernel takes 2-D or 4-D masks only; a 3-D
+        # (heads, q_len, k_len) mask sends it to the unfused path, which builds the
+        # full (batch, heads, q_len, k_len) scores (chapter 10 measures the cost).
+        bias = bias.reshape((1,) * (q.ndim - bias.ndim) + tuple(bias.shape))
+    return bias
 
 
 def attention(

@@ -189,3 +189,16 @@ def test_layer_rejects_bad_configuration_and_input():
         make_layer()(random(3, 6))
     with pytest.raises(ValueError, match="x must have rank 2 or 3"):
         make_layer()(random(2, 2, 3, 8))
+
+
+def test_a_per_head_bias_keeps_the_fused_kernel_and_never_builds_the_batch_scores():
+    # A 3-D (heads, L, L) mask would send SDPA to its unfused path, which allocates
+    # the (batch, heads, L, L) scores; attention() hands it a 4-D mask instead.
+    from pe_book.bench import allocations_mib
+
+    batch, heads, length = 4, 4, 256
+    q, k, v = torch.randn(3, batch, heads, length, 16).unbind(0)
+    bias = torch.randn(heads, length, length)
+    largest, _ = allocations_mib(lambda: attention(q, k, v, bias=bias, causal=True))
+    scores_mib = batch * heads * length * length * 4 / 2**20  # 4 MiB
+    assert largest < scores_mib
