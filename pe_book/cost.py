@@ -7,7 +7,9 @@ fits) is timed side by side, round-robin (``pe_book.bench.time_round_robin``):
 - a training step: forward, backward and an AdamW update on a (batch, L) batch;
 - an inference forward pass under ``torch.no_grad``;
 - the memory one training step allocates (``pe_book.bench.allocations_mib``):
-  its largest single allocation (an L × L tensor shows here) and the total.
+  the largest net allocation of one operation (an L × L tensor shows here) and
+  the sum of all allocations, freed or not (a measure of memory traffic, not of
+  peak memory).
 
 Ratios are to the "none" (NoPE) model measured in the same run; milliseconds
 depend on the machine, ratios much less.
@@ -79,6 +81,7 @@ def cost_study(
     batch = check_int("batch", batch, minimum=1)
     repeats = check_int("repeats", repeats, minimum=1)
     rows = []
+    threads_before = torch.get_num_threads()
     for seq_len in seq_lens:
         seq_len = check_int("seq_len", seq_len, minimum=1)
         seed_everything(0)
@@ -115,4 +118,5 @@ def cost_study(
                     sum(t.numel() for t in models[p].parameters()),
                 )
             )
+    torch.set_num_threads(threads_before)
     return rows

@@ -68,15 +68,20 @@ class StudyConfig:
     n_layers: int = 2
     n_heads: int = 4
     eval_multiples: tuple[int, ...] = (1, 2, 4, 8, 16)
-    eval_chars: int = 65_536  # validation characters per evaluation length
+    eval_segments: int = 64  # evenly spaced validation segments of max length
+    sliding_stride: int = 16  # the same-target baseline: windows of train_len, this stride
     seed: int = 0
     threads: int = 2
 
     def model_config(self, position: str) -> ModelConfig:
-        """The model for one method. T5's buckets end at train_len (``t5_max_distance``):
-        every bucket is then reached in training, as in T5 itself (buckets up to 128,
-        inputs of 512); with a larger max_distance the far buckets would keep their
-        random initial values and the study would measure untrained weights."""
+        """The model for one method.
+
+        T5's buckets end at train_len / 2 (``t5_max_distance``), so that its last,
+        shared bucket is trained on many distances (here 31 to 63), as in T5, whose
+        buckets end at 128 for inputs of 512. With 32 causal buckets 16 are exact, so
+        the end is at least 17. With max_distance >= train_len the last buckets
+        would be reached rarely or never in training and keep their initial values.
+        """
         return ModelConfig(
             position,
             len(data.VOCAB),
@@ -84,7 +89,7 @@ class StudyConfig:
             n_layers=self.n_layers,
             n_heads=self.n_heads,
             train_len=self.train_len,
-            t5_max_distance=self.train_len,
+            t5_max_distance=max(self.train_len // 2, 17),
         )
 
 
@@ -95,7 +100,7 @@ QUICK = StudyConfig(
     warmup=20,
     dim=64,
     eval_multiples=(1, 2, 4, 8),
-    eval_chars=8192,
+    eval_segments=16,
 )
 
 
@@ -139,22 +144,55 @@ def train(
 
 
 @torch.no_grad()
-def evaluate(
-    model: CharLM, tokens: torch.Tensor, seq_len: int, eval_chars: int
-) -> tuple[float, list[float]]:
-    """Perplexity over non-overlapping windows of seq_len, and mean loss at each position.
+def evaluate(model: CharLM, segments: torch.Tensor, seq_len: int) -> torch.Tensor:
+    """Loss (nats) of every target of ``segments`` read in windows of seq_len.
 
-    Uses the first ``eval_chars // seq_len`` windows of ``tokens`` (at least one),
-    in batches of up to 8 windows. Raises ValueError if the model cannot run at
-    this length (a learned table shorter than seq_len).
+    ``segments`` (count, S + 1) from :func:`pe_book.data.eval_segments`, with S a
+    multiple of seq_len: each segment is cut into S / seq_len non-overlapping
+    windows (a window's last target is the next window's first input), so every
+    length scores exactly the same S targets per segment. Returns (count, S);
+    entry j is the loss of predicting token j + 1. Raises ValueError if the model
+    cannot run at this length (a learned table shorter than seq_len).
     """
     model.eval()
-    windows = data.eval_windows(tokens, seq_len, max_windows=max(1, eval_chars // seq_len))
-    per_position = torch.zeros(seq_len, dtype=torch.float64)
-    for chunk in windows.split(8):
-        per_position += model.token_losses(chunk[:, :-1], chunk[:, 1:]).double().sum(0)
-    per_position /= windows.shape[0]
-    return math.exp(float(per_position.mean())), per_position.tolist()
+    count, span = segments.shape[0], segments.shape[1] - 1
+    if span % seq_len:
+        raise ValueError(f"segment length {span} is not a multiple of seq_len={seq_len}")
+    inputs = segments[:, :-1].reshape(-1, seq_len)
+    targets = segments[:, 1:].reshape(-1, seq_len)
+    losses = [
+        model.token_losses(x, y) for x, y in zip(inputs.split(8), targets.split(8), strict=True)
+    ]
+    return torch.cat(losses).double().reshape(count, span)
+
+
+@torch.no_grad()
+def evaluate_sliding(
+    model: CharLM, segments: torch.Tensor, window: int, stride: int
+) -> torch.Tensor:
+    """Loss of every target j >= window - stride of ``segments``, read through a short window.
+
+    Windows of ``window`` tokens move by ``stride``; each scores only its last
+    ``stride`` targets, so target j is predicted from the window - stride + 1 ..
+    window tokens before it, never more: the same targets as :func:`evaluate`,
+    with the context capped at the training length. Returns (count, S - window +
+    stride); column c is target j = window - stride + c.
+    """
+    model.eval()
+    span = segments.shape[1] - 1
+    if (span - window) % stride:
+        raise ValueError(
+            f"segment length {span} minus window {window} is not a multiple of {stride}"
+        )
+    starts = range(0, span - window + 1, stride)
+    inputs = torch.stack([segments[:, a : a + window] for a in starts], 1).reshape(-1, window)
+    targets = torch.stack([segments[:, a + 1 : a + window + 1] for a in starts], 1)
+    targets = targets.reshape(-1, window)
+    losses = [
+        model.token_losses(x, y)[:, -stride:]
+        for x, y in zip(inputs.split(64), targets.split(64), strict=True)
+    ]
+    return torch.cat(losses).double().reshape(segments.shape[0], -1)
 
 
 def rope_scalings(length: int, train_len: int) -> dict[str, Scaling]:
@@ -171,18 +209,24 @@ def rope_scalings(length: int, train_len: int) -> dict[str, Scaling]:
     }
 
 
+def _segments(corpus: data.Corpus, config: StudyConfig) -> torch.Tensor:
+    longest = max(config.eval_multiples) * config.train_len
+    return data.eval_segments(corpus.valid, longest, config.eval_segments)
+
+
 def _scaled_rope(
     model: CharLM, corpus: data.Corpus, config: StudyConfig
 ) -> dict[str, dict[str, float]]:
     """Perplexity of the trained RoPE model with each scaling, at lengths past train_len."""
     scaled: dict[str, dict[str, float]] = {}
+    segments = _segments(corpus, config)
     for multiple in config.eval_multiples:
         length = multiple * config.train_len
         if length <= config.train_len:
             continue
         for name, scaling in rope_scalings(length, config.train_len).items():
             model.set_rope_scaling(scaling)
-            ppl, _ = evaluate(model, corpus.valid, length, config.eval_chars)
+            ppl = math.exp(float(evaluate(model, segments, length).mean()))
             scaled.setdefault(name, {})[str(length)] = ppl
     model.set_rope_scaling(None)
     return scaled
@@ -204,22 +248,33 @@ def run_method(
 ) -> dict[str, Any]:
     """Train one method and evaluate it at every length; returns the result record."""
     seed_everything(config.seed)
+    threads_before = torch.get_num_threads()
     torch.set_num_threads(config.threads)
     model = CharLM(config.model_config(position))
     start = time.perf_counter()
     losses = train(model, corpus, config, progress=progress)
     train_seconds = time.perf_counter() - start
+    segments = _segments(corpus, config)
     perplexity: dict[str, float | None] = {}
     longest: list[float] | None = None
+    full: torch.Tensor | None = None
     for multiple in config.eval_multiples:
         length = multiple * config.train_len
         try:
-            ppl, per_position = evaluate(model, corpus.valid, length, config.eval_chars)
+            scored = evaluate(model, segments, length)
         except ValueError:  # the learned table has no rows past train_len
             perplexity[str(length)] = None
             continue
-        perplexity[str(length)] = ppl
-        longest = per_position
+        perplexity[str(length)] = math.exp(float(scored.mean()))
+        if multiple == max(config.eval_multiples):
+            longest, full = scored.mean(0).tolist(), scored
+    # the same targets (j >= train_len), with the context capped at train_len
+    window, stride = config.train_len, config.sliding_stride
+    capped = evaluate_sliding(model, segments, window, stride)[:, stride:]
+    same_targets = {
+        "capped_context_loss": float(capped.mean()),
+        "full_context_loss": None if full is None else float(full[:, window:].mean()),
+    }
     record: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "position": position,
@@ -233,10 +288,12 @@ def run_method(
         "perplexity": perplexity,
         "loss_by_position": longest,
         "loss_by_position_length": len(longest) if longest else None,
+        "same_targets": same_targets,
     }
     if position == "rope":  # the same trained weights, angles changed at inference
         record["rope_scaling"] = _scaled_rope(model, corpus, config)
     record["wall_seconds"] = time.perf_counter() - start
+    torch.set_num_threads(threads_before)
     return record
 
 

@@ -1,5 +1,7 @@
 """pe_book.data: the pinned standard-library corpus, its vocabulary, split and batches."""
 
+import itertools
+
 import pytest
 import torch
 from hypothesis import given
@@ -72,3 +74,14 @@ def test_eval_windows_do_not_overlap():
 def test_bad_input_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_eval_segments_are_spread_evenly_and_never_overlap():
+    tokens = torch.arange(100, dtype=torch.uint8)
+    segments = data.eval_segments(tokens, 9, 5)
+    assert segments.shape == (5, 10) and segments.dtype == torch.int64
+    starts = segments[:, 0].tolist()
+    assert starts[0] == 0 and starts[-1] == 90  # the first and the last possible start
+    assert all(b - a >= 10 for a, b in itertools.pairwise(starts))
+    with pytest.raises(ValueError, match="non-overlapping"):
+        data.eval_segments(tokens, 9, 11)

@@ -15,7 +15,8 @@ TINY = StudyConfig(
     dim=16,
     n_heads=2,
     eval_multiples=(1, 2),
-    eval_chars=64,
+    eval_segments=4,
+    sliding_stride=4,
 )
 
 
@@ -120,3 +121,33 @@ def test_the_committed_study_validates_and_matches_this_corpus():
     checksum = data.load_corpus().checksum
     assert all(record["corpus_checksum"] == checksum for record in results.values())
     assert all(record["config"] == results["none"]["config"] for record in results.values())
+
+
+def test_every_length_scores_the_same_targets_and_the_capped_context_matches_at_train_len():
+    import torch
+
+    from pe_book.model import CharLM
+    from pe_book.seed import seed_everything
+
+    seed_everything(0)
+    model = CharLM(TINY.model_config("rope"))
+    segments = data.eval_segments(data.load_corpus().valid, 32, 3)
+    short, long = (
+        experiments.evaluate(model, segments, 8),
+        experiments.evaluate(model, segments, 32),
+    )
+    assert short.shape == long.shape == (3, 32)
+    # targets 0..7 see the same context at both lengths: the first window of each segment
+    assert torch.allclose(short[:, :8], long[:, :8], atol=1e-5)
+    # a window of 8 moving by 8 is exactly the non-overlapping evaluation at length 8
+    capped = experiments.evaluate_sliding(model, segments, 8, 8)
+    assert torch.allclose(capped, short, atol=1e-5)
+
+
+@pytest.mark.parametrize("train_len", [8, 32, 64, 512])
+def test_every_method_builds_for_short_and_long_training_lengths(train_len):
+    from pe_book.model import CharLM
+
+    config = StudyConfig(train_len=train_len, dim=16, n_heads=2)
+    for position in experiments.POSITIONS:
+        CharLM(config.model_config(position))

@@ -32,6 +32,7 @@ __all__ = [
     "batch_offsets",
     "decode",
     "encode",
+    "eval_segments",
     "eval_windows",
     "load_corpus",
     "pinned_files",
@@ -153,3 +154,23 @@ def eval_windows(
     if n == 0:
         raise ValueError(f"tokens too short for one window of seq_len + 1 = {seq_len + 1}")
     return tokens[: n * (seq_len + 1)].view(n, seq_len + 1).long()
+
+
+def eval_segments(tokens: torch.Tensor, seg_len: int, count: int) -> torch.Tensor:
+    """``count`` segments of seg_len + 1 tokens, evenly spaced over ``tokens``, int64.
+
+    Shape (count, seg_len + 1): segment i starts at round(i · (N - seg_len - 1) /
+    (count - 1)). Spread over all of the validation text rather than taken from
+    its start, and never overlapping (ValueError if the text is too short).
+    """
+    check_tensor("tokens", tokens, ndim=1)
+    seg_len = check_int("seg_len", seg_len, minimum=1)
+    count = check_int("count", count, minimum=1)
+    span = tokens.numel() - (seg_len + 1)
+    if span < 0 or (count > 1 and span / (count - 1) < seg_len + 1):
+        raise ValueError(
+            f"tokens too short for {count} non-overlapping segments of {seg_len + 1} tokens "
+            f"(have {tokens.numel()})"
+        )
+    starts = torch.linspace(0, span, count).round().long() if count > 1 else torch.zeros(1).long()
+    return torch.stack([tokens[s : s + seg_len + 1] for s in starts.tolist()]).long()
