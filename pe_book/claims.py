@@ -125,10 +125,19 @@ def confirm(claim_id: str, *, holds: bool, caveat: str | None = None) -> None:
         )
 
 
-def markdown_table(selected: list[Claim]) -> str:
-    """The claims as a Markdown table (id, source, claim, verdict, reason) for a chapter."""
-    rows = ["| claim | source | what it says | verdict | why |", "| --- | --- | --- | --- | --- |"]
+def markdown_table(selected: list[Claim], *, where: bool = False) -> str:
+    """The claims as a Markdown table (id, source, claim, verdict, reason) for a chapter.
+
+    ``where=True`` adds a column naming the chapter and section whose cells decide
+    each claim (chapter 11 collects claims from every chapter).
+    """
+    header = "| claim | source | what it says | verdict | why |"
+    if where:
+        header += " decided in |"
+    rows = [header, "|" + " --- |" * header.count(" |")]
     for c in selected:
         cells = [f"`{c.id}`", f"`{c.source}`", c.claim, f"**{c.verdict}**", c.reason]
+        if where:
+            cells.append(f"chapter {int(c.chapter)}, {c.section}")
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows)

@@ -29,6 +29,7 @@ __all__ = [
     "check_attention",
     "check_base_for_wavelength",
     "check_bilinear_terms",
+    "check_cheapest_keeper",
     "check_circle_solution",
     "check_decay_bound",
     "check_decoding_bias",
@@ -38,11 +39,13 @@ __all__ = [
     "check_dot_profile",
     "check_integral_profile",
     "check_invisible_positions",
+    "check_keeps_quality",
     "check_layout_conversion",
     "check_layout_permutation",
     "check_longest_wavelength",
     "check_mean_distance",
     "check_ntk_frequencies",
+    "check_offset_only",
     "check_permutation_matrix",
     "check_perplexity",
     "check_reach",
@@ -807,3 +810,103 @@ def check_scaling_exponent(reader: Callable[[float, int, float, int], float]) ->
         Case((10.0, 1024, 40.0, 4096), "4× the time at 4× the length", 1.0),
     ]
     check("scaling_exponent", lambda *a: float(reader(*a)), None, cases, atol=1e-12)
+
+
+def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
+    """(name, score(q, k, m, n), depends on m - n only?) for chapter 11's exercise."""
+    dim = 8
+    generator = torch.Generator().manual_seed(11)
+    table = torch.randn(4096, dim, generator=generator, dtype=torch.float64)
+    bucket_bias = torch.randn(32, generator=generator, dtype=torch.float64)
+    slope = float(alibi.alibi_slopes(4)[0])
+
+    def sinusoid(m: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = sinusoidal.sinusoidal_table(torch.tensor([m, n]), dim, dtype=torch.float64)
+        return rows[0], rows[1]
+
+    def added(q: torch.Tensor, k: torch.Tensor, m: int, n: int) -> float:
+        p_m, p_n = sinusoid(m, n)
+        return float((q + p_m) @ (k + p_n))
+
+    def rotary(q: torch.Tensor, k: torch.Tensor, m: int, n: int) -> float:
+        q_m = rope.apply_rope(q[None], torch.tensor([m]))[0]
+        k_n = rope.apply_rope(k[None], torch.tensor([n]))[0]
+        return float(q_m @ k_n)
+
+    return [
+        ("no position", lambda q, k, m, n: float(q @ k), True),
+        ("sinusoidal, added to q and k", added, False),
+        ("learned table, added", lambda q, k, m, n: float((q + table[m]) @ (k + table[n])), False),
+        ("RoPE", rotary, True),
+        ("ALiBi bias", lambda q, k, m, n: float(q @ k) - slope * (m - n), True),
+        (
+            "T5 bias",
+            lambda q, k, m, n: (
+                float(q @ k) + float(bucket_bias[relative.t5_bucket(torch.tensor(m - n), False)])
+            ),
+            True,
+        ),
+        ("position-weighted score", lambda q, k, m, n: float(q @ k) * (1 + 0.01 * m), False),
+    ]
+
+
+def check_offset_only(reader: Callable[[Callable[..., float]], bool]) -> None:
+    """Chapter 11: ``reader(score)`` tells whether score(q, k, m, n) depends on m, n only
+    through m - n (q, k: float64 vectors of 8 numbers; m, n: integers 0 .. 2000)."""
+    name = "offset_only"
+    for index, (label, score, expected) in enumerate(_review_scores(), start=1):
+        try:
+            got = reader(score)
+        except NotImplementedError:
+            print(_NOT_ATTEMPTED.format(name=name))
+            return
+        if not isinstance(got, bool) or got != expected:
+            raise ExerciseMismatch(
+                f"{name}: case {index} ({label}): expected {expected}, got {got!r}"
+            )
+    print(f"{name}: all {len(_review_scores())} score functions classified correctly.")
+
+
+def check_keeps_quality(reader: Callable[[dict[str, Any], float], bool | None]) -> None:
+    """Chapter 11: ``reader(record, tolerance)``: None if the study record has no
+    full-context loss (the model cannot run long windows), else whether the full
+    context costs at most ``tolerance`` nats more than the capped one."""
+
+    def record(capped: float, full: float | None) -> dict[str, Any]:
+        return {"same_targets": {"capped_context_loss": capped, "full_context_loss": full}}
+
+    def reference(entry: dict[str, Any], tolerance: float) -> bool | None:
+        same = entry["same_targets"]
+        if same["full_context_loss"] is None:
+            return None
+        return same["full_context_loss"] - same["capped_context_loss"] <= tolerance
+
+    cases = [
+        Case((record(1.35, 1.365), 0.02), "+0.015 with tolerance 0.02"),
+        Case((record(1.26, 1.335), 0.02), "+0.075 with tolerance 0.02"),
+        Case((record(1.30, 1.20), 0.0), "-0.10 (the context helps)"),
+        Case((record(1.34, None), 0.02), "cannot run long windows"),
+    ]
+    check("keeps_quality", reader, reference, cases)
+
+
+def check_cheapest_keeper(
+    reader: Callable[[dict[str, float], dict[str, float], float], str | None],
+) -> None:
+    """Chapter 11: ``reader(extra, cost, tolerance)``: of the methods whose extra-context
+    loss is at most ``tolerance`` (``extra``: method -> nats), the one with the smallest
+    ``cost`` (method -> ratio to NoPE); None if no method qualifies."""
+    extra = {"alibi": 0.013, "shaw": 0.077, "t5": 0.668, "rope": 2.0}
+    cost = {"alibi": 1.28, "shaw": 7.23, "t5": 2.58, "rope": 1.01}
+
+    def reference(extra: dict[str, float], cost: dict[str, float], tolerance: float) -> str | None:
+        keepers = [method for method, loss in extra.items() if loss <= tolerance]
+        return min(keepers, key=cost.__getitem__) if keepers else None
+
+    cases = [
+        Case((extra, cost, 0.02), "tolerance 0.02"),
+        Case((extra, cost, 0.1), "tolerance 0.1"),
+        Case((extra, {**cost, "shaw": 1.1}, 0.1), "tolerance 0.1, a cheaper Shaw"),
+        Case((extra, cost, 0.001), "tolerance 0.001"),
+    ]
+    check("cheapest_keeper", reader, reference, cases)

@@ -221,3 +221,43 @@ def test_chapter_10_checkers_accept_right_and_reject_wrong_answers(capsys):
         exercises.check_shaw_table_bytes(lambda length, d: 33 * d * 4)
     with pytest.raises(exercises.ExerciseMismatch, match="the same time"):
         exercises.check_scaling_exponent(lambda t1, l1, t2, l2: (t2 / t1) / (l2 / l1))
+
+
+def _offset_only(score):
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        q, k = torch.randn(2, 8, generator=generator, dtype=torch.float64)
+        m, n = (int(x) for x in torch.randint(0, 1000, (2,), generator=generator))
+        shift = int(torch.randint(1, 1000, (1,), generator=generator))
+        if abs(score(q, k, m, n) - score(q, k, m + shift, n + shift)) > 1e-9:
+            return False
+    return True
+
+
+def test_chapter_11_checkers_accept_right_and_reject_wrong_answers(capsys):
+    def keeps(record, tolerance):
+        same = record["same_targets"]
+        if same["full_context_loss"] is None:
+            return None
+        return same["full_context_loss"] - same["capped_context_loss"] <= tolerance
+
+    def cheapest(extra, cost, tolerance):
+        keepers = [p for p, e in extra.items() if e <= tolerance]
+        return min(keepers, key=cost.get) if keepers else None
+
+    exercises.check_offset_only(_offset_only)
+    exercises.check_keeps_quality(keeps)
+    exercises.check_cheapest_keeper(cheapest)
+    assert "not attempted" not in capsys.readouterr().out
+    with pytest.raises(exercises.ExerciseMismatch, match="sinusoidal"):  # shift by one only
+        exercises.check_offset_only(lambda score: True)
+    with pytest.raises(exercises.ExerciseMismatch, match="cannot run"):
+        exercises.check_keeps_quality(
+            lambda r, t: (
+                (r["same_targets"]["full_context_loss"] or 1.34)
+                - r["same_targets"]["capped_context_loss"]
+                <= t
+            )  # treats "cannot run" as "keeps"
+        )
+    with pytest.raises(exercises.ExerciseMismatch, match="a cheaper Shaw"):
+        exercises.check_cheapest_keeper(lambda e, c, t: min(e, key=e.get))  # ignores t

@@ -1,0 +1,37 @@
+"""The book's bilingual glossary (chapter 11), kept as data in ``pe_book/data/glossary.toml``."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+__all__ = ["Term", "markdown_table", "terms"]
+
+
+@dataclass(frozen=True)
+class Term:
+    english: str
+    chinese: str
+    sources: tuple[str, ...]  # source file numbers where the Chinese term occurs
+    chapter: str  # where the book explains the idea
+
+
+@cache
+def terms() -> tuple[Term, ...]:
+    """Every glossary entry, sorted by the English term (case-insensitive)."""
+    text = resources.files("pe_book").joinpath("data/glossary.toml").read_text(encoding="utf-8")
+    entries = [
+        Term(t["english"], t["chinese"], tuple(t["sources"]), t["chapter"])
+        for t in tomllib.loads(text)["term"]
+    ]
+    return tuple(sorted(entries, key=lambda t: t.english.lower()))
+
+
+def markdown_table() -> str:
+    """The glossary as a Markdown table: English, Chinese, sources, chapter."""
+    rows = ["| English | 中文 (in the sources) | sources | chapter |", "| --- | --- | --- | --- |"]
+    for t in terms():
+        rows.append(f"| {t.english} | {t.chinese} | {', '.join(t.sources)} | {int(t.chapter)} |")
+    return "\n".join(rows)
