@@ -10,7 +10,15 @@ from __future__ import annotations
 import matplotlib as mpl
 import numpy as np
 
-__all__ = ["DPI", "heatmap", "plot_decay", "use_book_style"]
+__all__ = [
+    "DPI",
+    "heatmap",
+    "plot_alibi_slopes",
+    "plot_decay",
+    "plot_rope_scaling",
+    "plot_wavelengths",
+    "use_book_style",
+]
 
 DPI = 80  # stored PNGs stay small; the design caps dpi at 100
 
@@ -96,3 +104,71 @@ def plot_decay(ax, dim: int, base: float, max_offset: int = 5000) -> dict[str, i
         "reach 0.1": decay.first_offset_at_or_below(offsets, profile, 0.1),
         "first zero": decay.first_offset_at_or_below(offsets, profile, 0.0),
     }
+
+
+def plot_wavelengths(ax, dim: int, base: float = 10000.0) -> dict[str, float]:
+    """Chapter 3's explorer: the wavelength λ_i = 2π b^(2i/d) of every pair i.
+
+    Returns the shortest and longest wavelengths (positions) the figure shows.
+    """
+    from pe_book.sinusoidal import wavelengths
+
+    lam = wavelengths(dim, base)
+    ax.semilogy(range(len(lam)), lam.numpy(), ".-", label=f"d = {dim}, b = {base:g}")
+    ax.axhline(2 * np.pi * base, color="grey", lw=0.6, ls=":", label="2π · b")
+    ax.set_xlabel("pair index i")
+    ax.set_ylabel("wavelength λ_i (positions, log scale)")
+    ax.set_title("Wavelengths of the sinusoidal pairs")
+    ax.legend(loc="lower right")
+    return {"shortest": float(lam[0]), "longest": float(lam[-1])}
+
+
+def plot_rope_scaling(
+    ax, factor: float, dim: int = 128, base: float = 10000.0, original_max_len: int = 2048
+) -> dict[str, tuple[float, float, float]]:
+    """Chapter 7's explorer: θ'_i / θ_i against the wavelength for each context-extension method.
+
+    Returns, per method, the ratio at the fastest pair, at the pair whose wavelength
+    is closest to ``original_max_len``, and at the slowest pair.
+    """
+    from pe_book import rope
+
+    theta, _ = rope.inverse_frequencies(dim, base)
+    wavelength = 2 * np.pi / theta
+    methods = {
+        "Position Interpolation": rope.LinearScaling(factor),
+        "NTK-aware": rope.NTKScaling(factor),
+        "YaRN": rope.YaRNScaling(factor, original_max_len),
+        "Llama 3": rope.Llama3Scaling(factor, 1.0, 4.0, original_max_len),
+    }
+    middle = int((wavelength - original_max_len).abs().argmin())
+    ratios = {}
+    for name, scaling in methods.items():
+        ratio = rope.inverse_frequencies(dim, base, scaling)[0] / theta
+        ax.semilogx(wavelength.numpy(), ratio.numpy(), label=name)
+        ratios[name] = (float(ratio[0]), float(ratio[middle]), float(ratio[-1]))
+    ax.axvline(original_max_len, color="grey", lw=0.6, ls=":")
+    ax.set_xlabel("wavelength of the pair (positions, log scale)")
+    ax.set_ylabel("θ'_i / θ_i")
+    ax.set_title(f"Which pairs does each method slow down? s = {factor:g}")
+    ax.legend()
+    return ratios
+
+
+def plot_alibi_slopes(ax, n_heads: int, nats: float = 10.0) -> dict[str, list]:
+    """Chapter 8's explorer: each head's slope s_h and its reach (penalty >= ``nats``).
+
+    Returns the slopes' log2 and the reaches, head by head (official order).
+    """
+    from pe_book import alibi
+
+    slopes = alibi.alibi_slopes(n_heads)
+    reach = alibi.alibi_reach(slopes, nats)
+    heads = np.arange(1, n_heads + 1)
+    ax.semilogy(heads, reach.numpy(), "o", label=f"reach ({nats:g} nats)")
+    ax.semilogy(heads, (1 / slopes).numpy(), "x", label="1 / s_h")
+    ax.set_xlabel("head h (official order)")
+    ax.set_ylabel("distance (tokens, log scale)")
+    ax.set_title(f"ALiBi with {n_heads} heads: how far each head sees")
+    ax.legend()
+    return {"log2 slope": [round(float(v), 3) for v in slopes.log2()], "reach": reach.tolist()}

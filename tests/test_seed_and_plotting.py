@@ -48,3 +48,25 @@ def test_heatmap_labels_everything():
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("key n", "query m", "Which?")
     assert fig.axes[1].get_ylabel() == "weight"  # the colour bar
     plt.close(fig)
+
+
+def test_explorer_figures_return_the_numbers_they_draw():
+    import math
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pe_book.plotting import plot_alibi_slopes, plot_rope_scaling, plot_wavelengths
+
+    _, ax = plt.subplots()
+    lam = plot_wavelengths(ax, 128, 10000.0)
+    assert math.isclose(lam["shortest"], 2 * math.pi)
+    assert math.isclose(lam["longest"], 2 * math.pi * 10000 ** (1 - 2 / 128), rel_tol=1e-12)
+    ratios = plot_rope_scaling(ax, 4.0)
+    assert ratios["Position Interpolation"] == (0.25, 0.25, 0.25)
+    assert ratios["NTK-aware"][0] == 1.0 and math.isclose(ratios["NTK-aware"][2], 0.25)
+    slopes = plot_alibi_slopes(ax, 12)
+    assert slopes["log2 slope"][8] == -0.5 and slopes["reach"][:2] == [20, 40]
+    plt.close("all")
