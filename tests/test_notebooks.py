@@ -137,3 +137,15 @@ def test_printed_lines_fit_the_html_page(path):
             if out.get("output_type") == "stream":
                 for line in "".join(out["text"]).splitlines():
                     assert len(line) <= 80, line
+
+
+def test_every_chapter_carries_slide_metadata_by_the_rule():
+    # RISE presents a chapter from these; tools/slides.py holds the rule.
+    import subprocess
+    import sys
+
+    tool = Path(__file__).parents[1] / "tools" / "slides.py"
+    done = subprocess.run(
+        [sys.executable, str(tool), "check"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout
