@@ -7,6 +7,7 @@
 #   make execute [NB=notebooks/01_symmetry.ipynb]   re-run chapters in place (stored outputs)
 #   make lock   re-resolve requirements/lock.txt from pyproject.toml's ranges
 #   make screenshot   render a chapter page in headless Chromium (needs Debian's chromium)
+#   make slides       every chapter as offline reveal.js slides in build/slides/ (npm fetches reveal.js once)
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -19,7 +20,7 @@ export MKL_NUM_THREADS ?= 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: env book test lint unit nbval html-check lab execute lock screenshot clean
+.PHONY: env book test lint unit nbval html-check lab execute lock screenshot slides clean
 
 env: $(STAMP)
 
@@ -69,6 +70,9 @@ lock:
 
 screenshot: $(STAMP)
 	$(BIN)/python tools/book.py screenshot
+
+slides: $(STAMP)
+	$(BIN)/python tools/slides.py export
 
 clean:
 	rm -rf notebooks/_build build
