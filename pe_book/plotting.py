@@ -14,6 +14,7 @@ __all__ = [
     "DPI",
     "heatmap",
     "plot_alibi_slopes",
+    "plot_bias_weights",
     "plot_decay",
     "plot_rope_scaling",
     "plot_wavelengths",
@@ -172,3 +173,29 @@ def plot_alibi_slopes(ax, n_heads: int, nats: float = 10.0) -> dict[str, list]:
     ax.set_title(f"ALiBi with {n_heads} heads: how far each head sees")
     ax.legend()
     return {"log2 slope": [round(float(v), 3) for v in slopes.log2()], "reach": reach.tolist()}
+
+
+def plot_bias_weights(ax, slope: float, m: int = 2000, nats: float = 10.0) -> dict[str, float]:
+    """Chapter 8's slope explorer: the bias-only attention weights of a query at position m.
+
+    Draws w(r) ∝ e^(-s r) over the distances r = 0..m for one head of slope ``slope``
+    and returns its mean distance and its reach (first r where s r >= ``nats``).
+    """
+    import torch
+
+    from pe_book import alibi
+
+    slopes = torch.tensor([slope], dtype=torch.float64)
+    weights = alibi.bias_only_weights(slopes, m)[0]
+    distance = torch.arange(m + 1, dtype=torch.float64)
+    mean = float((weights * distance).sum())
+    reach = int(alibi.alibi_reach(slopes, nats)[0])
+    ax.plot(distance.numpy(), weights.numpy(), label=f"s = {slope:.4g}")
+    ax.axvline(mean, color="grey", ls="--", lw=1, label=f"mean distance {mean:.1f}")
+    if reach <= m:
+        ax.axvline(reach, color="black", ls=":", lw=1, label=f"reach ({nats:g} nats) {reach}")
+    ax.set_xlabel("distance r = m − n (tokens)")
+    ax.set_ylabel("attention weight from the bias alone")
+    ax.set_title(f"One ALiBi head, query at position {m}, equal content scores")
+    ax.legend()
+    return {"mean distance": mean, "reach": reach}

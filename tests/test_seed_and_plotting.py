@@ -67,6 +67,10 @@ def test_explorer_figures_return_the_numbers_they_draw():
     ratios = plot_rope_scaling(ax, 4.0)
     assert ratios["Position Interpolation"] == (0.25, 0.25, 0.25)
     assert ratios["NTK-aware"][0] == 1.0 and math.isclose(ratios["NTK-aware"][2], 0.25)
+    from pe_book.plotting import plot_bias_weights
+
+    head = plot_bias_weights(ax, 0.5, m=2000)
+    assert head["reach"] == 20 and math.isclose(head["mean distance"], 1 / (math.e**0.5 - 1))
     slopes = plot_alibi_slopes(ax, 12)
     assert slopes["log2 slope"][8] == -0.5 and slopes["reach"][:2] == [20, 40]
     plt.close("all")
