@@ -52,6 +52,21 @@ def toc_chapters() -> list[str]:
     return stems
 
 
+def markdown_tables(stem: str) -> int:
+    """How many Markdown tables a chapter holds, in its text and in its Markdown outputs."""
+    nb = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    texts = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    texts += [
+        "".join(out["data"]["text/markdown"])
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        for out in c.get("outputs", [])
+        if "text/markdown" in out.get("data", {})
+    ]
+    separator = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+\s*$", re.M)
+    return sum(len(separator.findall(t)) for t in texts)
+
+
 def notebook_title_and_figures(stem: str) -> tuple[str, int]:
     nb = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
     first = "".join(nb["cells"][0]["source"]).splitlines()[0]
@@ -104,6 +119,13 @@ def check(html_dir: Path = HTML) -> list[str]:
             )
         if MATHJAX not in text:
             problems.append(f"chapter {stem}: page does not load the local MathJax ({MATHJAX})")
+        tables = markdown_tables(stem)
+        rendered = len(re.findall(r"<table\b", text))
+        if rendered < tables:
+            problems.append(
+                f"chapter {stem}: {tables} Markdown tables in the notebook (text and outputs),"
+                f" {rendered} HTML tables on the page"
+            )
         images = re.findall(r"<img\b[^>]*src=\"([^\"]+\.png)\"", text)
         missing = [src for src in images if not (page.parent / src).resolve().is_file()]
         if len(images) < figures or missing:
