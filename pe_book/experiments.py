@@ -459,6 +459,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="a small run, well under a minute")
     parser.add_argument("--out", type=Path, default=None, help="folder for the JSON results")
     parser.add_argument("--positions", nargs="+", choices=POSITIONS, default=list(POSITIONS))
+    parser.add_argument(
+        "--seed", type=int, default=None, help="another seed (results go to <out>-seed<N>)"
+    )
     args = parser.parse_args(argv)
     if args.study == "cost":
         cost_out = args.out or (None if args.quick else Path("results"))
@@ -466,6 +469,9 @@ def main(argv: list[str]) -> int:
         return 0
     config = QUICK if args.quick else StudyConfig()
     out = args.out or Path("results") / ("extrapolation-quick" if args.quick else "extrapolation")
+    if args.seed is not None:
+        config = dataclasses.replace(config, seed=args.seed)
+        out = out.with_name(f"{out.name}-seed{args.seed}") if args.out is None else out
     results = run_study(out, config, tuple(args.positions))
     print(f"perplexity (characters) on validation text; trained at L={config.train_len}")
     print(_table(results))
