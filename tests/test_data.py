@@ -54,13 +54,6 @@ def test_batches_are_reproducible_and_targets_are_the_next_character(corpus):
     assert x.shape == y.shape == (4, 16) and torch.equal(x[:, 1:], y[:, :-1])
 
 
-def test_eval_windows_do_not_overlap():
-    tokens = torch.arange(50, dtype=torch.uint8)
-    windows = data.eval_windows(tokens, 9)
-    assert windows.shape == (5, 10) and windows.flatten().tolist() == list(range(50))
-    assert data.eval_windows(tokens, 9, max_windows=2).shape == (2, 10)
-
-
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
@@ -68,7 +61,7 @@ def test_eval_windows_do_not_overlap():
         (lambda: data.decode(torch.tensor([98])), ValueError, "tokens"),
         (lambda: data.batch_offsets(10, 10, 1, 1, seed=0), ValueError, "n_tokens"),
         (lambda: data.batch_offsets(100, 0, 1, 1, seed=0), ValueError, "seq_len"),
-        (lambda: data.eval_windows(torch.zeros(5, dtype=torch.uint8), 9), ValueError, "short"),
+        (lambda: data.eval_segments(torch.zeros(5, dtype=torch.uint8), 9, 1), ValueError, "short"),
     ],
 )
 def test_bad_input_is_refused(call, error, message):

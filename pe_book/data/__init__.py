@@ -33,7 +33,6 @@ __all__ = [
     "decode",
     "encode",
     "eval_segments",
-    "eval_windows",
     "load_corpus",
     "pinned_files",
     "training_batch",
@@ -135,25 +134,6 @@ def training_batch(
     index = offsets[:, None] + torch.arange(seq_len + 1)  # (batch, seq_len + 1)
     window = tokens[index].long()
     return window[:, :-1], window[:, 1:]
-
-
-def eval_windows(
-    tokens: torch.Tensor, seq_len: int, max_windows: int | None = None
-) -> torch.Tensor:
-    """Non-overlapping windows of seq_len + 1 tokens, shape (n, seq_len + 1), int64.
-
-    Window w covers tokens w·(seq_len + 1) .. (w + 1)·(seq_len + 1) - 1: the model
-    reads the first seq_len and predicts the last seq_len. ``max_windows`` keeps
-    the first ones only (the same text for every method).
-    """
-    check_tensor("tokens", tokens, ndim=1)
-    seq_len = check_int("seq_len", seq_len, minimum=1)
-    n = tokens.numel() // (seq_len + 1)
-    if max_windows is not None:
-        n = min(n, check_int("max_windows", max_windows, minimum=1))
-    if n == 0:
-        raise ValueError(f"tokens too short for one window of seq_len + 1 = {seq_len + 1}")
-    return tokens[: n * (seq_len + 1)].view(n, seq_len + 1).long()
 
 
 def eval_segments(tokens: torch.Tensor, seg_len: int, count: int) -> torch.Tensor:
