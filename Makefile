@@ -24,7 +24,7 @@ export HF_HUB_OFFLINE := 1
 
 env: $(STAMP)
 
-$(STAMP): pyproject.toml requirements/lock.txt
+$(STAMP): pyproject.toml requirements/lock.txt setup.py pe_book/_rope_kernel.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements/lock.txt  # the lock is complete

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import torch
 
 __all__ = [
+    "check_bool",
     "check_choice",
     "check_finite",
     "check_int",
@@ -34,6 +35,13 @@ def check_int(name: str, value: object, *, minimum: int | None = None, even: boo
         raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
     if even and value % 2:
         raise ValueError(f"{name} must be even (dimensions come in (sin, cos) pairs), got {value}")
+    return value
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Return ``value`` after checking it is a ``bool`` (not 0/1, not a string)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
     return value
 
 

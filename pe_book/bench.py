@@ -22,9 +22,11 @@ from collections.abc import Callable, Iterator
 import torch
 import torch.nn.functional as F
 
+from pe_book._checks import check_choice
 from pe_book.rope import Rope
 
 __all__ = [
+    "MEMORY_REGIMES",
     "alibi_benchmark",
     "allocations_mib",
     "rope_benchmark",
@@ -84,10 +86,12 @@ def rope_benchmark(
     q = torch.randn(batch, heads, seq_len, dim, generator=generator)
     k = torch.randn(batch, heads, seq_len, dim, generator=generator)
     interleaved, half = Rope(dim, max_len=seq_len), Rope(dim, layout="half", max_len=seq_len)
+    plain = Rope(dim, layout="half", max_len=seq_len, fused=False)
     methods: dict[str, Callable[[], object] | None] = {
         "copy q and k (baseline)": lambda: (q.clone(), k.clone()),
         "pe_book, interleaved": lambda: (interleaved(q), interleaved(k)),
         "pe_book, half": lambda: (half(q), half(k)),
+        "pe_book, half, plain PyTorch": lambda: (plain(q), plain(k)),
         "transformers (Llama rotate_half)": _transformers_rope(q, k),
         "rotary-embedding-torch": _rotary_embedding_torch(q, k),
     }
@@ -97,18 +101,36 @@ def rope_benchmark(
     return [(n, ms, ms / baseline) for n, ms in milliseconds.items()]
 
 
+#: glibc malloc settings (environment variables read at process start) that fix
+#: where each benchmark process gets its output memory from. Left to itself, glibc
+#: adapts its thresholds to the history of the process, so one process maps fresh
+#: pages for every 16 MiB output and the next reuses warm ones, and the copy
+#: baseline moves by several times between them.
+MEMORY_REGIMES: dict[str, dict[str, str]] = {
+    # every allocation over 128 KiB is its own mapping, returned to the system when
+    # freed: each output is new pages that the kernel must zero on first touch
+    "fresh": {"MALLOC_MMAP_THRESHOLD_": str(128 * 1024)},
+    # allocations up to 32 MiB come from the heap, which is never trimmed: each
+    # output reuses memory that an earlier call freed, already mapped and warm
+    "reused": {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**31)},
+}
+
+
 def rope_benchmark_in_processes(
-    processes: int = 5, threads: int = 2, repeats: int = 20
+    processes: int = 5, threads: int = 2, repeats: int = 20, memory: str = "fresh"
 ) -> list[tuple[str, float, float, float, float]]:
     """Run :func:`rope_benchmark` in ``processes`` fresh Python processes.
 
     Returns (method, median ms, median ratio to the copy, lowest ratio, highest
-    ratio) over the processes. Why several processes: every method allocates
-    its outputs, and whether the allocator reuses memory or maps fresh pages
-    (which the operating system must zero) is decided by the history of the
-    process; it moves the copy baseline by several times from one process to the
-    next. The median over fresh processes is what the book reports.
+    ratio) over the processes. ``memory`` picks one of :data:`MEMORY_REGIMES`:
+    ``"fresh"`` (every output is newly mapped memory, as in a first call or a
+    large model; the copy costs most) or ``"reused"`` (outputs land in memory
+    freed by the previous call; the copy costs least). Each process sets the
+    regime through glibc's environment variables (on other C libraries they are
+    ignored and the regime is whatever the allocator does).
     """
+    check_choice("memory", memory, tuple(MEMORY_REGIMES))
+    environment = {**os.environ, **MEMORY_REGIMES[memory]}
     runs = []
     for _ in range(processes):
         command = [
@@ -122,7 +144,7 @@ def rope_benchmark_in_processes(
             "--repeats",
             str(repeats),
         ]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
         if done.returncode != 0:
             raise RuntimeError(f"benchmark process failed:\n{done.stderr}")
         runs.append({name: (ms, ratio) for name, ms, ratio in json.loads(done.stdout)})
@@ -229,6 +251,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--processes", type=int, default=5)
+    parser.add_argument(
+        "--memory", choices=[*MEMORY_REGIMES, "both"], default="both", help="rope: output memory"
+    )
     parser.add_argument("--json", action="store_true", help="one in-process run, as JSON")
     args = parser.parse_args(argv)
     if args.which == "alibi":
@@ -244,12 +269,15 @@ def main(argv: list[str]) -> int:
         return 0
     print(
         f"RoPE on q and k of shape (B=4, H=8, T=2048, D=64), float32, {args.threads} threads;"
-        f" median over {args.processes} fresh processes"
+        f" median over {args.processes} fresh processes per memory regime"
     )
-    print(f"{'method':<34} {'ms':>8} {'x copy':>7}  {'range of x copy':>15}")
-    table = rope_benchmark_in_processes(args.processes, args.threads, args.repeats)
-    for name, milliseconds, ratio, low, high in table:
-        print(f"{name:<34} {milliseconds:>8.2f} {ratio:>7.2f}  {low:>6.2f} .. {high:<6.2f}")
+    memories = list(MEMORY_REGIMES) if args.memory == "both" else [args.memory]
+    for memory in memories:
+        table = rope_benchmark_in_processes(args.processes, args.threads, args.repeats, memory)
+        print(f"\n{memory} output memory")
+        print(f"{'method':<34} {'ms':>8} {'x copy':>7}  {'range of x copy':>15}")
+        for name, milliseconds, ratio, low, high in table:
+            print(f"{name:<34} {milliseconds:>8.2f} {ratio:>7.2f}  {low:>6.2f} .. {high:<6.2f}")
     return 0
 
 

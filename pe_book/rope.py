@@ -9,7 +9,8 @@ so q_m · k_n depends on m - n only. Two layouts decide which coordinates form p
 - ``"interleaved"``: (2i, 2i+1), as in RoFormer and GPT-J; computed as a complex
   multiply x_pair · e^{i m θ_i} on a complex view of x;
 - ``"half"``: (i, i + d/2), as in GPT-NeoX and Llama's ``rotate_half``; computed
-  as x·cos over whole rows plus one in-place multiply-add (addcmul_) per half.
+  by a fused C loop (:mod:`pe_book.rope_kernel`) for CPU float32/float64 inputs,
+  otherwise as x·cos over whole rows plus one in-place multiply-add per half.
 
 Angles come from integer positions and float64 frequencies, whatever the input
 dtype; cos and sin are rounded once to float32 (bfloat16/float16 inputs are
@@ -29,7 +30,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from pe_book._checks import check_choice, check_int, check_positive_float, check_tensor
+from pe_book._checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive_float,
+    check_tensor,
+)
+from pe_book.rope_kernel import can_fuse, rotate_half_fused
 
 __all__ = [
     "LAYOUTS",
@@ -243,7 +251,9 @@ def rope_cos_sin(
     )
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
+def _rotate(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, fused: bool = True
+) -> torch.Tensor:
     """Rotate x (..., L, d) with cos, sin (L, d/2) in float32 or wider; returns x's dtype."""
     work = x if x.dtype in (torch.float32, torch.float64) else x.float()
     cos, sin = cos.to(work.dtype), sin.to(work.dtype)
@@ -251,7 +261,9 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) 
     if layout == "interleaved":  # pairs (2i, 2i+1): multiply by e^{i m θ}
         pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], half, 2))
         rotated = torch.view_as_real(pairs * torch.complex(cos, sin)).flatten(-2)
-    else:  # pairs (i, i + d/2): one full pass of x cos, then a multiply-add per half
+    elif fused and can_fuse(work, cos, sin):  # pairs (i, i + d/2): one pass in C (rope_kernel)
+        rotated = rotate_half_fused(work, cos, sin)
+    else:  # the same in plain PyTorch: one full pass of x cos, then a multiply-add per half
         x1, x2 = work[..., :half], work[..., half:]
         rotated = work * torch.cat((cos, cos), dim=-1)  # x cos, both halves
         rotated[..., :half].addcmul_(x2, sin, value=-1)  # x1 cos - x2 sin
@@ -266,8 +278,13 @@ def apply_rope(
     base: float = 10000.0,
     layout: str = "interleaved",
     scaling: Scaling | None = None,
+    fused: bool = True,
 ) -> torch.Tensor:
-    """Rotate every pair of x (..., L, d) by m θ_i, m = positions (default 0..L-1). Chapter 7."""
+    """Rotate every pair of x (..., L, d) by m θ_i, m = positions (default 0..L-1). Chapter 7.
+
+    ``fused=False`` keeps the half layout on the plain PyTorch path instead of the C
+    loop of :mod:`pe_book.rope_kernel` (same numbers to rounding; for comparison).
+    """
     check_tensor("x", x, min_ndim=2, floating=True)
     layout = check_choice("layout", layout, LAYOUTS)
     check_int("dim", x.shape[-1], minimum=2, even=True)
@@ -280,7 +297,7 @@ def apply_rope(
         )
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     cos, sin = rope_cos_sin(positions, x.shape[-1], base, scaling, dtype=work)
-    return _rotate(x, cos.to(x.device), sin.to(x.device), layout)
+    return _rotate(x, cos.to(x.device), sin.to(x.device), layout, check_bool("fused", fused))
 
 
 class Rope(nn.Module):
@@ -289,7 +306,7 @@ class Rope(nn.Module):
     ``forward(x, offset=0)`` rotates x (..., L, dim) as positions offset .. offset + L - 1,
     e.g. the newest tokens while decoding with a KV cache. Angles are computed once,
     not per call. DynamicNTKScaling depends on the current length: its cache is rebuilt
-    whenever the length needed changes. Chapter 7.
+    whenever the length needed changes. ``fused`` as in :func:`apply_rope`. Chapter 7.
     """
 
     cos: torch.Tensor
@@ -305,8 +322,10 @@ class Rope(nn.Module):
         scaling: Scaling | None = None,
         *,
         max_len: int = 2048,
+        fused: bool = True,
     ) -> None:
         super().__init__()
+        self.fused = check_bool("fused", fused)
         self.dim = check_int("dim", dim, minimum=2, even=True)
         self.base = check_positive_float("base", base, above=1.0)
         self.layout = check_choice("layout", layout, LAYOUTS)
@@ -336,4 +355,4 @@ class Rope(nn.Module):
         end = offset + x.shape[-2]
         self._ensure(end)
         cos, sin = (self.cos64, self.sin64) if x.dtype == torch.float64 else (self.cos, self.sin)
-        return _rotate(x, cos[offset:end], sin[offset:end], self.layout)
+        return _rotate(x, cos[offset:end], sin[offset:end], self.layout, self.fused)

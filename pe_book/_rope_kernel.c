@@ -1,0 +1,84 @@
+/* Fused RoPE for the "half" layout (GPT-NeoX, Llama's rotate_half): chapter 7, section 7.6.
+ *
+ * Pair j of a row of x (length d = 2h) is (x[j], x[j + h]). For the row at position t:
+ *
+ *     out[j]     = x[j] cos[t][j] - sign x[j + h] sin[t][j]
+ *     out[j + h] = x[j + h] cos[t][j] + sign x[j] sin[t][j]
+ *
+ * sign = +1 rotates by the angle, sign = -1 by minus the angle (the transpose, which
+ * is the backward pass). One loop reads each pair once and writes it once: the same
+ * memory traffic as a copy. Eager PyTorch needs three passes for this layout
+ * (x cos, then one multiply-add per half), because no single operation pairs
+ * coordinates half a row apart.
+ *
+ * x is (n0, n1, T, d) with element strides (s0, s1, sT, 1); cos and sin are
+ * contiguous (T, h); out is contiguous (n0, n1, T, d). Rows are shared among
+ * `threads` OpenMP threads. Called from pe_book/rope_kernel.py, which checks every
+ * shape, stride and dtype before passing raw pointers here.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define ROTATE_HALF(NAME, T_)                                                            \
+    static void NAME(const T_ *restrict x, const T_ *restrict cos_t, const T_ *restrict sin_t, \
+                     T_ *restrict out, int64_t n0, int64_t n1, int64_t T, int64_t h,      \
+                     int64_t s0, int64_t s1, int64_t sT, int sign, int threads) {         \
+        const int64_t rows = n0 * n1 * T;                                                \
+        const T_ sg = (T_)sign;                                                          \
+        _Pragma("omp parallel for num_threads(threads) schedule(static) if(rows * h >= 16384)") \
+        for (int64_t r = 0; r < rows; r++) {                                             \
+            const int64_t t = r % T, i1 = (r / T) % n1, i0 = r / (T * n1);               \
+            const T_ *restrict a = x + i0 * s0 + i1 * s1 + t * sT;                       \
+            const T_ *restrict b = a + h;                                                \
+            const T_ *restrict c = cos_t + t * h;                                        \
+            const T_ *restrict s = sin_t + t * h;                                        \
+            T_ *restrict oa = out + r * 2 * h;                                           \
+            T_ *restrict ob = oa + h;                                                    \
+            for (int64_t j = 0; j < h; j++) {                                            \
+                const T_ sj = sg * s[j];                                                 \
+                oa[j] = a[j] * c[j] - b[j] * sj;                                         \
+                ob[j] = b[j] * c[j] + a[j] * sj;                                         \
+            }                                                                            \
+        }                                                                                \
+    }
+
+ROTATE_HALF(rotate_half_f32, float)
+ROTATE_HALF(rotate_half_f64, double)
+
+static PyObject *rotate_half(PyObject *self, PyObject *args) {
+    unsigned long long x, cos_t, sin_t, out;
+    long long n0, n1, T, h, s0, s1, sT;
+    int sign, is_double, threads;
+    if (!PyArg_ParseTuple(args, "KKKKLLLLLLLipi", &x, &cos_t, &sin_t, &out, &n0, &n1, &T, &h,
+                          &s0, &s1, &sT, &sign, &is_double, &threads))
+        return NULL;
+    if (n0 < 0 || n1 < 0 || T < 0 || h < 1 || (sign != 1 && sign != -1) || threads < 1) {
+        PyErr_SetString(PyExc_ValueError, "rotate_half: bad sizes, sign or thread count");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (is_double)
+        rotate_half_f64((const double *)x, (const double *)cos_t, (const double *)sin_t,
+                        (double *)out, n0, n1, T, h, s0, s1, sT, sign, threads);
+    else
+        rotate_half_f32((const float *)x, (const float *)cos_t, (const float *)sin_t,
+                        (float *)out, n0, n1, T, h, s0, s1, sT, sign, threads);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"rotate_half", rotate_half, METH_VARARGS,
+     "rotate_half(x, cos, sin, out, n0, n1, T, h, s0, s1, sT, sign, is_double, threads):\n"
+     "fused half-layout RoPE on raw data pointers (see pe_book/rope_kernel.py)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_rope_kernel",
+    "Fused half-layout RoPE in C (chapter 7); use pe_book.rope_kernel, not this module.", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__rope_kernel(void) { return PyModule_Create(&module); }
