@@ -20,27 +20,24 @@
 #include <Python.h>
 #include <stdint.h>
 
-#define ROTATE_HALF(NAME, T_)                                                            \
-    static void NAME(const T_ *restrict x, const T_ *restrict cos_t, const T_ *restrict sin_t, \
-                     T_ *restrict out, int64_t n0, int64_t n1, int64_t T, int64_t h,      \
-                     int64_t s0, int64_t s1, int64_t sT, int sign, int threads) {         \
-        const int64_t rows = n0 * n1 * T;                                                \
-        const T_ sg = (T_)sign;                                                          \
-        _Pragma("omp parallel for num_threads(threads) schedule(static) if(rows * h >= 16384)") \
-        for (int64_t r = 0; r < rows; r++) {                                             \
-            const int64_t t = r % T, i1 = (r / T) % n1, i0 = r / (T * n1);               \
-            const T_ *restrict a = x + i0 * s0 + i1 * s1 + t * sT;                       \
-            const T_ *restrict b = a + h;                                                \
-            const T_ *restrict c = cos_t + t * h;                                        \
-            const T_ *restrict s = sin_t + t * h;                                        \
-            T_ *restrict oa = out + r * 2 * h;                                           \
-            T_ *restrict ob = oa + h;                                                    \
-            for (int64_t j = 0; j < h; j++) {                                            \
-                const T_ sj = sg * s[j];                                                 \
-                oa[j] = a[j] * c[j] - b[j] * sj;                                         \
-                ob[j] = b[j] * c[j] + a[j] * sj;                                         \
-            }                                                                            \
-        }                                                                                \
+#define ROTATE_HALF(NAME, T_)                                                          \
+    static void NAME(const T_ *restrict x, const T_ *restrict cos_t,                   \
+                     const T_ *restrict sin_t, T_ *restrict out, int64_t n0,           \
+                     int64_t n1, int64_t T, int64_t h, int64_t s0, int64_t s1,         \
+                     int64_t sT, int sign, int threads) {                              \
+        const int64_t rows = n0 * n1 * T;                                              \
+        _Pragma("omp parallel for num_threads(threads) if(rows * h >= 16384)")         \
+        for (int64_t r = 0; r < rows; r++) {                                           \
+            const int64_t t = r % T, i1 = (r / T) % n1, i0 = r / (T * n1);             \
+            const T_ *x1 = x + i0 * s0 + i1 * s1 + t * sT, *x2 = x1 + h;              \
+            const T_ *cos_m = cos_t + t * h, *sin_m = sin_t + t * h;                   \
+            T_ *out1 = out + r * 2 * h, *out2 = out1 + h;                              \
+            for (int64_t j = 0; j < h; j++) {                                          \
+                const T_ c = cos_m[j], s = sign * sin_m[j];                            \
+                out1[j] = x1[j] * c - x2[j] * s;                                       \
+                out2[j] = x2[j] * c + x1[j] * s;                                       \
+            }                                                                          \
+        }                                                                              \
     }
 
 ROTATE_HALF(rotate_half_f32, float)
