@@ -15,20 +15,32 @@
  * contiguous (T, h); out is contiguous (n0, n1, T, d). The rows are cut into
  * `threads` consecutive ranges, one per OpenMP thread; each thread finds the
  * (batch, head, position) of its first row once and then steps through them (no
- * division per row). target_clones compiles the function for AVX-512, AVX2+FMA
- * and baseline x86-64 and picks the best the CPU has when the module loads. Called from pe_book/rope_kernel.py, which checks every
- * shape, stride and dtype before passing raw pointers here.
+ * division per row). With gcc on x86-64, target_clones compiles the row loop for
+ * AVX-512, AVX2+FMA and baseline x86-64 and picks the best the CPU has when the
+ * module loads. Called from pe_book/rope_kernel.py, which checks every shape,
+ * stride and dtype before passing raw pointers here.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <omp.h>
 #include <stdint.h>
+#ifdef _OPENMP
+#include <omp.h>
+#else /* built without OpenMP (e.g. Apple's clang): one thread */
+static int omp_get_thread_num(void) { return 0; }
+static int omp_get_num_threads(void) { return 1; }
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else /* other compilers and CPUs: one build for the baseline the compiler targets */
+#define CLONES
+#endif
 
 /* Rows begin .. end - 1, where row r is batch i0, head i1, position t. Its own function
  * with restrict pointers, so the compiler knows out never overlaps x, cos or sin and
  * vectorises the inner loop without run-time overlap checks. */
 #define ROTATE_ROWS(NAME, T_)                                                          \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))      \
+    CLONES                                                                             \
     static void NAME(const T_ *restrict x, const T_ *restrict cos_t,                   \
                      const T_ *restrict sin_t, T_ *restrict out, int64_t n1,           \
                      int64_t T, int64_t h, int64_t s0, int64_t s1, int64_t sT,         \
@@ -59,6 +71,7 @@
                      int64_t n0, int64_t n1, int64_t T, int64_t h, int64_t s0,         \
                      int64_t s1, int64_t sT, int sign, int threads) {                  \
         const int64_t rows = n0 * n1 * T;                                              \
+        (void)threads; /* unused when built without OpenMP */                          \
         _Pragma("omp parallel num_threads(threads) if(rows * h >= 16384)")             \
         {                                                                              \
             const int64_t k = omp_get_thread_num(), n = omp_get_num_threads();         \
@@ -73,6 +86,7 @@ ROTATE_HALF(rotate_half_f32, rows_f32, float)
 ROTATE_HALF(rotate_half_f64, rows_f64, double)
 
 static PyObject *rotate_half(PyObject *self, PyObject *args) {
+    (void)self;
     unsigned long long x, cos_t, sin_t, out;
     long long n0, n1, T, h, s0, s1, sT;
     int sign, is_double, threads;
@@ -102,9 +116,11 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_rope_kernel",
-    "Fused half-layout RoPE in C (chapter 7); use pe_book.rope_kernel, not this module.", -1,
-    methods,
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_rope_kernel",
+    .m_doc = "Fused half-layout RoPE in C (chapter 7); use pe_book.rope_kernel, not this module.",
+    .m_size = -1,
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC PyInit__rope_kernel(void) { return PyModule_Create(&module); }
