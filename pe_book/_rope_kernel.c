@@ -2,12 +2,12 @@
  *
  * Pair j of a row of x (length d = 2h) is (x[j], x[j + h]). For the row at position t:
  *
- *     out[j]     = x[j] cos[t][j] - sign x[j + h] sin[t][j]
- *     out[j + h] = x[j + h] cos[t][j] + sign x[j] sin[t][j]
+ *     out[j]     = x[j] cos[t][j] - x[j + h] sin[t][j]
+ *     out[j + h] = x[j + h] cos[t][j] + x[j] sin[t][j]
  *
- * sign = +1 rotates by the angle, sign = -1 by minus the angle (the transpose, which
- * is the backward pass). One loop reads each pair once and writes it once: the same
- * memory traffic as a copy. Eager PyTorch needs three passes for this layout
+ * (the backward pass calls it with -sin: the rotation by minus the angle, the
+ * transpose). One loop reads each pair once and writes it once, the traffic of a
+ * copy, plus the (T, h) cos and sin tables, which stay in cache across heads. Eager PyTorch needs three passes for this layout
  * (x cos, then one multiply-add per half), because no single operation pairs
  * coordinates half a row apart.
  *
@@ -16,8 +16,10 @@
  * `threads` consecutive ranges, one per OpenMP thread; each thread finds the
  * (batch, head, position) of its first row once and then steps through them (no
  * division per row). With gcc on x86-64, target_clones compiles the row loop for
- * AVX-512, AVX2+FMA and baseline x86-64 and picks the best the CPU has when the
- * module loads. Called from pe_book/rope_kernel.py, which checks every shape,
+ * AVX-512 (x86-64-v4), AVX2 (x86-64-v3) and baseline x86-64 and picks the best the
+ * CPU has when the module loads. -std=c11 keeps multiplies and adds separate (no
+ * fused multiply-add contraction), so every clone rounds alike: the same bits on
+ * every x86-64 machine. Called from pe_book/rope_kernel.py, which checks every shape,
  * stride and dtype before passing raw pointers here.
  */
 #define PY_SSIZE_T_CLEAN
@@ -44,7 +46,7 @@ static int omp_get_num_threads(void) { return 1; }
     static void NAME(const T_ *restrict x, const T_ *restrict cos_t,                   \
                      const T_ *restrict sin_t, T_ *restrict out, int64_t n1,           \
                      int64_t T, int64_t h, int64_t s0, int64_t s1, int64_t sT,         \
-                     const T_ sign, int64_t begin, int64_t end) {                      \
+                     int64_t begin, int64_t end) {                                      \
         int64_t t = begin % T, i1 = begin / T % n1, i0 = begin / T / n1;               \
         for (int64_t r = begin; r < end; r++) {                                        \
             const T_ *restrict x1 = x + i0 * s0 + i1 * s1 + t * sT;                    \
@@ -54,7 +56,7 @@ static int omp_get_num_threads(void) { return 1; }
             T_ *restrict out1 = out + r * 2 * h;                                       \
             T_ *restrict out2 = out1 + h;                                              \
             for (int64_t j = 0; j < h; j++) {                                          \
-                const T_ c = cos_m[j], s = sign * sin_m[j];                            \
+                const T_ c = cos_m[j], s = sin_m[j];                                   \
                 out1[j] = x1[j] * c - x2[j] * s;                                       \
                 out2[j] = x2[j] * c + x1[j] * s;                                       \
             }                                                                          \
@@ -69,13 +71,13 @@ static int omp_get_num_threads(void) { return 1; }
 #define ROTATE_HALF(NAME, ROWS, T_)                                                    \
     static void NAME(const T_ *x, const T_ *cos_t, const T_ *sin_t, T_ *out,           \
                      int64_t n0, int64_t n1, int64_t T, int64_t h, int64_t s0,         \
-                     int64_t s1, int64_t sT, int sign, int threads) {                  \
+                     int64_t s1, int64_t sT, int threads) {                            \
         const int64_t rows = n0 * n1 * T;                                              \
         (void)threads; /* unused when built without OpenMP */                          \
         _Pragma("omp parallel num_threads(threads) if(rows * h >= 16384)")             \
         {                                                                              \
             const int64_t k = omp_get_thread_num(), n = omp_get_num_threads();         \
-            ROWS(x, cos_t, sin_t, out, n1, T, h, s0, s1, sT, (T_)sign, rows * k / n,   \
+            ROWS(x, cos_t, sin_t, out, n1, T, h, s0, s1, sT, rows * k / n,             \
                  rows * (k + 1) / n);                                                  \
         }                                                                              \
     }
@@ -89,28 +91,30 @@ static PyObject *rotate_half(PyObject *self, PyObject *args) {
     (void)self;
     unsigned long long x, cos_t, sin_t, out;
     long long n0, n1, T, h, s0, s1, sT;
-    int sign, is_double, threads;
-    if (!PyArg_ParseTuple(args, "KKKKLLLLLLLipi", &x, &cos_t, &sin_t, &out, &n0, &n1, &T, &h,
-                          &s0, &s1, &sT, &sign, &is_double, &threads))
+    int is_double, threads;
+    if (!PyArg_ParseTuple(args, "KKKKLLLLLLLpi", &x, &cos_t, &sin_t, &out, &n0, &n1, &T, &h,
+                          &s0, &s1, &sT, &is_double, &threads))
         return NULL;
-    if (n0 < 0 || n1 < 0 || T < 0 || h < 1 || (sign != 1 && sign != -1) || threads < 1) {
-        PyErr_SetString(PyExc_ValueError, "rotate_half: bad sizes, sign or thread count");
+    if (n0 < 1 || n1 < 1 || T < 1 || h < 1 || threads < 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "rotate_half: n0, n1, T, h and threads must be >= 1 (empty tensors "
+                        "are handled in Python)");
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
     if (is_double)
         rotate_half_f64((const double *)x, (const double *)cos_t, (const double *)sin_t,
-                        (double *)out, n0, n1, T, h, s0, s1, sT, sign, threads);
+                        (double *)out, n0, n1, T, h, s0, s1, sT, threads);
     else
         rotate_half_f32((const float *)x, (const float *)cos_t, (const float *)sin_t,
-                        (float *)out, n0, n1, T, h, s0, s1, sT, sign, threads);
+                        (float *)out, n0, n1, T, h, s0, s1, sT, threads);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"rotate_half", rotate_half, METH_VARARGS,
-     "rotate_half(x, cos, sin, out, n0, n1, T, h, s0, s1, sT, sign, is_double, threads):\n"
+     "rotate_half(x, cos, sin, out, n0, n1, T, h, s0, s1, sT, is_double, threads):\n"
      "fused half-layout RoPE on raw data pointers (see pe_book/rope_kernel.py)."},
     {NULL, NULL, 0, NULL},
 };

@@ -251,6 +251,19 @@ def rope_cos_sin(
     )
 
 
+def _complex_viewable(x: torch.Tensor) -> bool:
+    """Whether view_as_complex can pair x's last dimension in place (what it requires)."""
+    return (
+        x.stride(-1) == 1
+        and x.storage_offset() % 2 == 0
+        and all(
+            stride % 2 == 0
+            for size, stride in zip(x.shape[:-1], x.stride()[:-1], strict=True)
+            if size > 1
+        )
+    )
+
+
 def _rotate(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, fused: bool = True
 ) -> torch.Tensor:
@@ -259,6 +272,8 @@ def _rotate(
     cos, sin = cos.to(work.dtype), sin.to(work.dtype)
     half = x.shape[-1] // 2
     if layout == "interleaved":  # pairs (2i, 2i+1): multiply by e^{i m θ}
+        if not _complex_viewable(work):  # e.g. a slice starting at an odd column
+            work = work.contiguous()
         pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], half, 2))
         rotated = torch.view_as_real(pairs * torch.complex(cos, sin)).flatten(-2)
     elif fused and can_fuse(work, cos, sin):  # pairs (i, i + d/2): one pass in C (rope_kernel)

@@ -9,14 +9,17 @@ Eager PyTorch has no single operation that pairs coordinates half a row apart, s
 the plain path (``rope._rotate``) takes three passes over memory. The C loop in
 ``pe_book/_rope_kernel.c`` reads each pair once and writes it once, like a copy.
 :func:`rotate_half_fused` wraps it as an autograd function (the backward pass is
-the rotation by minus the angle, the transpose) and is used by ``apply_rope`` and
-``Rope`` whenever :func:`can_fuse` says the input suits it; otherwise they take the
-plain path, which gives the same numbers to rounding (tests/test_rope_kernel.py).
+the rotation by minus the angle, the transpose, through the same loop).
+``apply_rope`` and ``Rope`` use it whenever :func:`can_fuse` says the input suits
+it, and the plain path otherwise; both give the same numbers to rounding
+(tests/test_rope_kernel.py).
 """
 
 from __future__ import annotations
 
 import torch
+
+from pe_book._checks import check_tensor
 
 try:  # built by `pip install -e .` (setup.py); absent only if the build was skipped
     from pe_book import _rope_kernel
@@ -31,40 +34,52 @@ def fused_available() -> bool:
     return _rope_kernel is not None
 
 
+def _transforms_active() -> bool:
+    """True inside torch.func transforms (vmap, grad, jacrev), which raw pointers cannot follow."""
+    active = getattr(torch._C, "_are_functorch_transforms_active", None)
+    return bool(active()) if active is not None else False
+
+
+def _shapes_fit(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> bool:
+    length, dim = x.shape[-2], x.shape[-1]
+    return dim % 2 == 0 and cos.shape == sin.shape == (length, dim // 2)
+
+
 def can_fuse(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> bool:
     """Whether :func:`rotate_half_fused` may take x (..., L, d) with cos, sin (L, d/2).
 
-    Needs the compiled loop, a CPU tensor in float32 or float64 with cos and sin
-    in the same dtype and not requiring gradients (they are tables, not
-    parameters), a unit stride along d, and eager mode (under ``torch.compile``
-    the plain path lets the compiler fuse it instead).
+    Needs the compiled loop; an even d and tables of shape (L, d/2); a CPU tensor in
+    float32 or float64 with cos and sin in the same dtype and not requiring
+    gradients (they are tables, not parameters); unit stride along d (the d
+    numbers of a row adjacent in memory); and eager mode: under ``torch.compile``
+    the plain path lets the compiler fuse it instead, and inside ``torch.func``
+    transforms (vmap, jacrev) the plain path is the one they can trace.
     """
     return (
         _rope_kernel is not None
-        and x.device.type == "cpu"
-        and cos.device.type == sin.device.type == "cpu"
+        and x.dim() >= 2
+        and _shapes_fit(x, cos, sin)
+        and x.device.type == cos.device.type == sin.device.type == "cpu"
         and x.dtype in (torch.float32, torch.float64)
         and cos.dtype == sin.dtype == x.dtype
         and not (cos.requires_grad or sin.requires_grad)
-        and x.dim() >= 2
         and x.stride(-1) == 1
         and not torch.compiler.is_compiling()
+        and not _transforms_active()
     )
 
 
-def _launch(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, sign: int) -> torch.Tensor:
+def _launch(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Run the C loop on x (..., L, d); returns a new contiguous tensor."""
     if _rope_kernel is None:
         raise RuntimeError("pe_book._rope_kernel is not built; reinstall with `pip install -e .`")
     if x.stride(-1) != 1:
         x = x.contiguous()
     length, dim = x.shape[-2], x.shape[-1]
-    if cos.shape != (length, dim // 2) or sin.shape != cos.shape:
-        raise ValueError(f"cos and sin must be ({length}, {dim // 2}), got {tuple(cos.shape)}")
     out = torch.empty(x.shape, dtype=x.dtype)
     if out.numel() == 0:
         return out
-    view = x.reshape(-1, *x.shape[-3:]) if x.dim() > 4 else x  # a view when strides allow
+    view = x.reshape(-1, *x.shape[-3:]) if x.dim() > 4 else x  # copies if strides do not allow
     while view.dim() < 4:
         view = view.unsqueeze(0)
     cos, sin = cos.contiguous(), sin.contiguous()
@@ -73,21 +88,24 @@ def _launch(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, sign: int) ->
     _rope_kernel.rotate_half(
         view.data_ptr(), cos.data_ptr(), sin.data_ptr(), out.data_ptr(),
         n0, n1, length, dim // 2, s0, s1, s_t,
-        sign, x.dtype == torch.float64, torch.get_num_threads(),
+        x.dtype == torch.float64, torch.get_num_threads(),
     )  # fmt: skip
     return out
 
 
 class _RotateHalf(torch.autograd.Function):
+    """Forward: the C loop. Backward: the rotation by minus the angle (cos, -sin), which is the
+    transpose; it goes through this same Function, so gradients of gradients work too."""
+
     @staticmethod
     def forward(ctx, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         ctx.save_for_backward(cos, sin)
-        return _launch(x, cos, sin, sign=1)
+        return _launch(x, cos, sin)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
         cos, sin = ctx.saved_tensors
-        return _launch(grad, cos, sin, sign=-1), None, None
+        return _RotateHalf.apply(grad, cos, -sin), None, None
 
 
 def rotate_half_fused(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -95,6 +113,12 @@ def rotate_half_fused(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> 
 
     Same result as the plain three-pass path to rounding; check :func:`can_fuse` first.
     """
+    check_tensor("x", x, min_ndim=2, floating=True)
+    if not _shapes_fit(x, cos, sin):
+        raise ValueError(
+            f"x must have an even last dimension d and cos, sin must be (L, d/2); got x "
+            f"{tuple(x.shape)}, cos {tuple(cos.shape)}, sin {tuple(sin.shape)}"
+        )
     if not can_fuse(x, cos, sin):
         raise TypeError(
             "rotate_half_fused needs a CPU float32/float64 x with unit stride along its last "

@@ -151,6 +151,27 @@ def test_bad_input_is_refused(call, error, message):
         call()
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: random(7, 10)[:, 1:9],  # starts at an odd column
+        lambda: random(7, 9)[:, :8],  # odd row stride
+        lambda: random(7, 1).expand(7, 8),  # stride 0 along d
+        lambda: random(9, 2, 9)[::2, :1, 1:9],
+    ],
+    ids=["odd-offset", "odd-row-stride", "stride-0", "mixed"],
+)
+@pytest.mark.parametrize("layout", rope.LAYOUTS)
+def test_views_that_cannot_be_paired_in_place_rotate_like_their_copies(make, layout):
+    """view_as_complex refuses these views; the interleaved path copies them first.
+
+    (A view the fused half loop cannot take goes the plain way: equal to rounding.)
+    """
+    x = make()
+    expected = rope.apply_rope(x.contiguous(), layout=layout)
+    torch.testing.assert_close(rope.apply_rope(x, layout=layout), expected, atol=1e-12, rtol=0)
+
+
 def test_benchmark_reports_every_method_against_the_copy_measured_in_the_same_run():
     from pe_book import bench
 

@@ -55,6 +55,27 @@ def test_fused_gradient_is_the_rotation_by_minus_the_angle():
     assert torch.autograd.gradcheck(lambda t: rope_kernel.rotate_half_fused(t, cos, sin), (x,))
 
 
+def test_fused_gradient_of_the_gradient():
+    """The backward pass goes through the same Function, so second derivatives exist."""
+    cos, sin = rope.rope_cos_sin(torch.arange(4) * 300, 6, dtype=torch.float64)
+    x = random(2, 4, 6).requires_grad_()
+    assert torch.autograd.gradgradcheck(lambda t: rope_kernel.rotate_half_fused(t, cos, sin), (x,))
+
+
+@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")  # vmap of addcmul_
+def test_torch_func_transforms_take_the_plain_path():
+    """vmap and jacrev cannot follow raw pointers; inside them can_fuse says no."""
+    x = random(3, 5, 8)
+
+    def rotate(rows):
+        return rope.apply_rope(rows, layout="half")
+
+    batched = torch.func.vmap(rotate)(x)
+    torch.testing.assert_close(batched, rotate(x), atol=1e-12, rtol=0)
+    jacobian = torch.func.jacrev(rotate)(x[0])
+    assert jacobian.shape == (5, 8, 5, 8)
+
+
 def test_fused_and_plain_give_the_same_gradients_with_scaling_and_offset():
     """The attention factor (YaRN) scales cos and sin; the backward pass must carry it."""
     layers = {
@@ -109,6 +130,24 @@ def test_inputs_the_loop_does_not_take_fall_back_to_plain_pytorch(monkeypatch):
 def test_empty_inputs_give_empty_outputs():
     x = random(2, 0, 8, dtype=torch.float32)
     assert rope.apply_rope(x, layout="half").shape == (2, 0, 8)
+    x = random(0, 3, 8, dtype=torch.float32)
+    assert rope.apply_rope(x, layout="half").shape == (0, 3, 8)
+
+
+def test_the_c_function_refuses_empty_sizes_instead_of_dividing_by_zero():
+    from pe_book import _rope_kernel
+
+    with pytest.raises(ValueError, match="must be >= 1"):
+        _rope_kernel.rotate_half(0, 0, 0, 0, 1, 1, 0, 4, 0, 0, 8, False, 1)
+
+
+def test_stride_zero_and_many_leading_dimensions():
+    """An expanded (stride 0) batch and a 6-D input: same as the plain path."""
+    expanded = random(1, 2, 9, 8, dtype=torch.float32).expand(3, 2, 9, 8)
+    six = random(2, 1, 2, 3, 9, 8, dtype=torch.float32).transpose(2, 3)
+    for x in (expanded, six):
+        fused, plain = both_paths(x)
+        torch.testing.assert_close(fused, plain, atol=2e-6, rtol=0)
 
 
 @pytest.mark.parametrize(
@@ -116,6 +155,11 @@ def test_empty_inputs_give_empty_outputs():
     [
         (lambda: rope.apply_rope(random(3, 4), layout="half", fused=1), TypeError, "fused"),
         (lambda: rope.Rope(4, fused="yes"), TypeError, "fused"),
+        (
+            lambda: rope_kernel.rotate_half_fused(random(3, 5), random(3, 2), random(3, 2)),
+            ValueError,
+            "even last dimension",
+        ),
         (
             lambda: rope_kernel.rotate_half_fused(random(3, 4).half(), *rope.rope_cos_sin(3, 4)),
             TypeError,
@@ -126,7 +170,7 @@ def test_empty_inputs_give_empty_outputs():
                 random(3, 4), *rope.rope_cos_sin(2, 4, dtype=torch.float64)
             ),
             ValueError,
-            "cos and sin must be",
+            "cos, sin must be",
         ),
     ],
 )
