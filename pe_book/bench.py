@@ -1,9 +1,11 @@
 """Benchmarks: ``python -m pe_book.bench rope`` (chapter 7), ``... alibi`` (chapter 8).
 
 Every method is timed in the same run, on the same tensors, and reported as a
-ratio to copying q and k, so the numbers compare across machines even when the
-milliseconds do not. Reference implementations are timed only if installed
-(they are test-only dependencies of the book).
+ratio to copying q and k (or to plain causal attention), which removes most of
+the machine's speed from the numbers. Ratios still depend on the memory regime
+and the thread count, so compare them within one table. Reference
+implementations are timed only if installed (they are test-only dependencies of
+the book).
 """
 
 from __future__ import annotations
@@ -27,10 +29,13 @@ from pe_book.rope import Rope
 
 __all__ = [
     "MEMORY_REGIMES",
+    "ROPE_SHAPE",
     "alibi_benchmark",
     "allocations_mib",
     "rope_benchmark",
     "rope_benchmark_in_processes",
+    "rope_inputs",
+    "rope_methods",
     "time_round_robin",
 ]
 
@@ -78,13 +83,17 @@ def _rotary_embedding_torch(q: torch.Tensor, k: torch.Tensor) -> Callable[[], ob
     return lambda: (rotary.rotate_queries_or_keys(q), rotary.rotate_queries_or_keys(k))
 
 
-def rope_benchmark(
-    batch: int = 4, heads: int = 8, seq_len: int = 2048, dim: int = 64, repeats: int = 20
-) -> list[tuple[str, float, float]]:
-    """(method, milliseconds, ratio to copying q and k) for each RoPE implementation."""
-    generator = torch.Generator().manual_seed(0)
-    q = torch.randn(batch, heads, seq_len, dim, generator=generator)
-    k = torch.randn(batch, heads, seq_len, dim, generator=generator)
+#: The shape of q and k in chapter 7's benchmark: (batch, heads, seq_len, dim), float32.
+ROPE_SHAPE = (4, 8, 2048, 64)
+
+
+def rope_methods(q: torch.Tensor, k: torch.Tensor) -> dict[str, Callable[[], object]]:
+    """Each RoPE implementation as a call on q and k (batch, heads, seq_len, dim).
+
+    The copy of q and k comes first (the baseline); the two reference libraries are
+    left out when they are not installed.
+    """
+    seq_len, dim = q.shape[-2], q.shape[-1]
     interleaved, half = Rope(dim, max_len=seq_len), Rope(dim, layout="half", max_len=seq_len)
     plain = Rope(dim, layout="half", max_len=seq_len, fused=False)
     methods: dict[str, Callable[[], object] | None] = {
@@ -95,7 +104,24 @@ def rope_benchmark(
         "transformers (Llama rotate_half)": _transformers_rope(q, k),
         "rotary-embedding-torch": _rotary_embedding_torch(q, k),
     }
-    available = {n: f for n, f in methods.items() if f is not None}
+    return {name: function for name, function in methods.items() if function is not None}
+
+
+def rope_inputs(shape: tuple[int, int, int, int] = ROPE_SHAPE) -> tuple[torch.Tensor, torch.Tensor]:
+    """q and k of the given shape, float32, from a fixed seed."""
+    generator = torch.Generator().manual_seed(0)
+    return torch.randn(*shape, generator=generator), torch.randn(*shape, generator=generator)
+
+
+def rope_benchmark(
+    batch: int = ROPE_SHAPE[0],
+    heads: int = ROPE_SHAPE[1],
+    seq_len: int = ROPE_SHAPE[2],
+    dim: int = ROPE_SHAPE[3],
+    repeats: int = 20,
+) -> list[tuple[str, float, float]]:
+    """(method, milliseconds, ratio to copying q and k) for each RoPE implementation."""
+    available = rope_methods(*rope_inputs((batch, heads, seq_len, dim)))
     milliseconds = time_round_robin(available, rounds=repeats)
     baseline = milliseconds["copy q and k (baseline)"]
     return [(n, ms, ms / baseline) for n, ms in milliseconds.items()]
@@ -119,13 +145,17 @@ MEMORY_REGIMES: dict[str, dict[str, str]] = {
 def rope_benchmark_in_processes(
     processes: int = 5, threads: int = 2, repeats: int = 20, memory: str = "fresh"
 ) -> list[tuple[str, float, float, float, float]]:
-    """Run :func:`rope_benchmark` in ``processes`` fresh Python processes.
+    """Run :func:`rope_benchmark` in ``processes`` new Python processes.
 
     Returns (method, median ms, median ratio to the copy, lowest ratio, highest
-    ratio) over the processes. ``memory`` picks one of :data:`MEMORY_REGIMES`:
-    ``"fresh"`` (every output is newly mapped memory, as in a first call or a
-    large model; the copy costs most) or ``"reused"`` (outputs land in memory
-    freed by the previous call; the copy costs least). Each process sets the
+    ratio) over the processes. Each process divides each method's time by its own
+    copy time; the ratio column is the median of those ratios, so it need not
+    equal the median ms divided by the copy's median ms.
+
+    ``memory`` picks one of :data:`MEMORY_REGIMES`: ``"fresh"`` (every output is
+    newly mapped memory, as in a first call or a large model; the copy costs most)
+    or ``"reused"`` (outputs land in memory freed by the previous call; the copy
+    costs least). Each process sets the
     regime through glibc's environment variables (on other C libraries they are
     ignored and the regime is whatever the allocator does).
     """
@@ -268,16 +298,16 @@ def main(argv: list[str]) -> int:
         print(json.dumps(rope_benchmark(repeats=args.repeats)))
         return 0
     print(
-        f"RoPE on q and k of shape (B=4, H=8, T=2048, D=64), float32, {args.threads} threads;"
-        f" median over {args.processes} fresh processes per memory regime"
+        f"RoPE on q and k of shape {ROPE_SHAPE} (B, H, T, D), float32, {args.threads} threads;"
+        f" median over {args.processes} new processes per memory regime"
     )
     memories = list(MEMORY_REGIMES) if args.memory == "both" else [args.memory]
     for memory in memories:
         table = rope_benchmark_in_processes(args.processes, args.threads, args.repeats, memory)
         print(f"\n{memory} output memory")
-        print(f"{'method':<34} {'ms':>8} {'x copy':>7}  {'range of x copy':>15}")
+        print(f"{'method':<34} {'median ms':>9} {'x copy':>7}  {'x copy min..max':>15}")
         for name, milliseconds, ratio, low, high in table:
-            print(f"{name:<34} {milliseconds:>8.2f} {ratio:>7.2f}  {low:>6.2f} .. {high:<6.2f}")
+            print(f"{name:<34} {milliseconds:>9.2f} {ratio:>7.2f}  {low:>6.2f} .. {high:<6.2f}")
     return 0
 
 

@@ -91,6 +91,17 @@ def test_fused_and_plain_give_the_same_gradients_with_scaling_and_offset():
     torch.testing.assert_close(grads[True], grads[False], atol=1e-12, rtol=0)
 
 
+def test_fused_half_allocates_only_its_output():
+    """One pass: no temporaries (the plain path also builds cat(cos, cos))."""
+    from pe_book.bench import allocations_mib
+
+    x = random(2, 4, 256, 64, dtype=torch.float32)  # 512 KiB
+    layer, plain = rope.Rope(64, layout="half"), rope.Rope(64, layout="half", fused=False)
+    assert allocations_mib(lambda: layer(x)) == (0.5, 0.5)
+    largest, total = allocations_mib(lambda: plain(x))
+    assert largest == 0.5 and total > 0.5
+
+
 def test_result_does_not_depend_on_the_thread_count():
     x = random(4, 8, 64, 32, dtype=torch.float32)  # large enough to be shared among threads
     threads = torch.get_num_threads()
