@@ -76,7 +76,7 @@ def _launch(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     if x.stride(-1) != 1:
         x = x.contiguous()
     length, dim = x.shape[-2], x.shape[-1]
-    out = torch.empty(x.shape, dtype=x.dtype)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)  # not the default device
     if out.numel() == 0:
         return out
     view = x.reshape(-1, *x.shape[-3:]) if x.dim() > 4 else x  # copies if strides do not allow

@@ -102,6 +102,16 @@ def test_fused_half_allocates_only_its_output():
     assert largest == 0.5 and total > 0.5
 
 
+def test_another_default_device_does_not_send_the_output_elsewhere():
+    """The output is allocated on x's device (the CPU), whatever the default device is."""
+    x = random(2, 6, 8, dtype=torch.float32)
+    expected = rope.apply_rope(x, layout="half")
+    cos, sin = rope.rope_cos_sin(6, 8)
+    with torch.device("meta"):
+        got = rope_kernel.rotate_half_fused(x, cos, sin)
+    assert got.device.type == "cpu" and torch.equal(got, expected)
+
+
 def test_result_does_not_depend_on_the_thread_count():
     x = random(4, 8, 64, 32, dtype=torch.float32)  # large enough to be shared among threads
     threads = torch.get_num_threads()
