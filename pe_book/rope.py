@@ -8,7 +8,8 @@ so q_m · k_n depends on m - n only. Two layouts decide which coordinates form p
 
 - ``"interleaved"``: (2i, 2i+1), as in RoFormer and GPT-J; computed as a complex
   multiply x_pair · e^{i m θ_i} on a complex view of x;
-- ``"half"``: (i, i + d/2), as in GPT-NeoX and Llama's ``rotate_half``; computed
+- ``"half"``: (i, i + d/2), as in GPT-NeoX and Hugging Face's Llama ``rotate_half``
+  (Meta's reference Llama code is interleaved); computed
   by a fused C loop (:mod:`pe_book.rope_kernel`) for CPU float32/float64 inputs,
   otherwise as x·cos over whole rows plus one in-place multiply-add per half.
 
@@ -354,6 +355,20 @@ class Rope(nn.Module):
         """float64 cos/sin for float64 inputs, float32 for everything else."""
         cos, sin = rope_cos_sin(length, self.dim, self.base, self.scaling, dtype=torch.float64)
         return {"cos": cos.float(), "sin": sin.float(), "cos64": cos, "sin64": sin}
+
+    def _apply(self, fn, recurse: bool = True):  # type: ignore[no-untyped-def]
+        """Follow ``.to(device)`` like any buffer, but keep the tables' own precision.
+
+        ``model.to(torch.bfloat16)`` or ``.half()`` would otherwise round the cached
+        cos/sin to 16 bits (the precision bug of section 7.4); the tables are rebuilt
+        in float32/float64 on whatever device the buffers moved to.
+        """
+        super()._apply(fn, recurse)
+        device = self.cos.device
+        if device.type != "meta":
+            for name, value in self._tables(self._length).items():
+                setattr(self, name, value.to(device))
+        return self
 
     def _ensure(self, needed: int) -> None:
         dynamic = isinstance(self.scaling, DynamicNTKScaling)

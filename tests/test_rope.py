@@ -113,6 +113,15 @@ def test_yarn_attention_factor_scales_the_rotation():
     torch.testing.assert_close(scaled.norm(dim=-1), x.norm(dim=-1) * (0.1 * math.log(4) + 1))
 
 
+@pytest.mark.parametrize("cast", [lambda m: m.to(torch.bfloat16), lambda m: m.half()])
+def test_casting_the_module_keeps_its_tables_in_float32_and_float64(cast):
+    """model.to(bfloat16) must not round the cached cos/sin to 16 bits."""
+    layer = cast(rope.Rope(64, max_len=64))
+    assert (layer.cos.dtype, layer.cos64.dtype) == (torch.float32, torch.float64)
+    x = random(3, 40, 64, dtype=torch.bfloat16)
+    assert torch.equal(layer(x, offset=40000), rope.apply_rope(x, torch.arange(40000, 40040)))
+
+
 def test_module_cache_grows_and_stays_out_of_checkpoints():
     module = rope.Rope(8, max_len=4)
     module(random(10, 8))
