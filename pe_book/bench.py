@@ -15,6 +15,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -32,6 +33,8 @@ __all__ = [
     "ROPE_SHAPE",
     "alibi_benchmark",
     "allocations_mib",
+    "compiled_buffers",
+    "fused_alibi_buffers",
     "rope_benchmark",
     "rope_benchmark_in_processes",
     "rope_inputs",
@@ -235,6 +238,52 @@ def allocations_mib(function: Callable[[], object]) -> tuple[float, float]:
     return max(sizes, default=0) / 2**20, sum(sizes) / 2**20
 
 
+_BUFFER = re.compile(r"empty_strided_cpu\(\(([0-9, ]*)\)")
+
+
+def compiled_buffers(function: Callable[[], object]) -> list[tuple[int, ...]]:
+    """Shapes of every buffer the code Inductor generates for ``function`` allocates.
+
+    PyTorch's profiler (:func:`allocations_mib`) reports a compiled region as one
+    operation with its *net* allocation, so a tensor made and freed inside it is
+    invisible there. This reads the generated code instead (each
+    ``empty_strided_cpu`` call). Run it in a fresh process (see
+    :func:`fused_alibi_buffers`): only code compiled during the call is seen, and
+    shapes must be static to be read.
+    """
+    from torch._inductor.utils import run_and_get_code
+
+    _, codes = run_and_get_code(function)
+    return [
+        tuple(int(size) for size in match.group(1).replace(" ", "").split(",") if size)
+        for code in codes
+        for match in _BUFFER.finditer(code)
+    ]
+
+
+def fused_alibi_buffers(
+    batch: int = 1, heads: int = 8, seq_len: int = 1024, dim: int = 64
+) -> list[tuple[int, ...]]:
+    """:func:`compiled_buffers` of ALiBi's fused (FlexAttention) path, in a fresh process."""
+    command = [
+        sys.executable, "-m", "pe_book.bench", "alibi-buffers",
+        "--shape", str(batch), str(heads), str(seq_len), str(dim),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"buffer inspection failed:\n{done.stderr}")
+    return [tuple(shape) for shape in json.loads(done.stdout)]
+
+
+def _print_alibi_buffers(shape: list[int]) -> None:
+    from pe_book.alibi import alibi_attention, alibi_slopes
+
+    torch.set_num_threads(1)
+    q, k, v = torch.randn(3, *shape, generator=torch.Generator().manual_seed(0)).unbind(0)
+    slopes = alibi_slopes(shape[1])
+    print(json.dumps(compiled_buffers(lambda: alibi_attention(q, k, v, slopes, fused=True))))
+
+
 def _alibi_methods(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor
 ) -> dict[str, Callable[[], object]]:
@@ -277,7 +326,8 @@ def alibi_benchmark(
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("which", choices=["rope", "alibi"])
+    parser.add_argument("which", choices=["rope", "alibi", "alibi-buffers"])
+    parser.add_argument("--shape", type=int, nargs=4, default=[1, 8, 1024, 64], help="B H L D")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--processes", type=int, default=5)
@@ -286,6 +336,9 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--json", action="store_true", help="one in-process run, as JSON")
     args = parser.parse_args(argv)
+    if args.which == "alibi-buffers":
+        _print_alibi_buffers(args.shape)
+        return 0
     if args.which == "alibi":
         torch.set_num_threads(args.threads)
         print(f"ALiBi attention, B=2, H=8, D=64, float32, {args.threads} threads")

@@ -173,3 +173,19 @@ def test_alibi_benchmark_reports_both_paths_against_sdpa():
     assert names[0] == "causal SDPA, no bias" and rows[0][3] == 1.0
     assert {"ALiBi, materialised bias", "ALiBi, fused (FlexAttention)"} <= set(names)
     assert all(ms > 0 and largest > 0 for _, _, ms, _, largest in rows)
+
+
+def test_compiled_buffers_sees_a_score_tensor_made_inside_compiled_code():
+    """The profiler nets out a compiled region; reading the generated code does not."""
+    from pe_book import bench
+
+    q = torch.randn(4, 128, 16)
+    scores_inside = torch.compile(lambda q: torch.softmax(q @ q.transpose(-1, -2), -1) @ q)
+    assert (4, 128, 128) in bench.compiled_buffers(lambda: scores_inside(q))
+
+
+def test_fused_alibi_allocates_nothing_larger_than_its_output():
+    from pe_book import bench
+
+    buffers = bench.fused_alibi_buffers(batch=1, heads=2, seq_len=256, dim=16)
+    assert buffers and all(math.prod(shape) <= 1 * 2 * 256 * 16 for shape in buffers), buffers
