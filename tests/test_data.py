@@ -28,8 +28,8 @@ def test_characters_outside_the_vocabulary_become_token_0():
 
 def test_pinned_list_is_sorted_without_tests_or_machine_specific_files():
     files = data.pinned_files()
-    assert files == sorted(files) and len(files) == len(set(files)) > 500
-    assert not any("/test" in f or f.startswith(("test", "idlelib/")) for f in files)
+    assert files == sorted(files) and len(files) == len(set(files)) > 400
+    assert not any("/test" in f or f.startswith(("test", "idlelib/", "encodings/")) for f in files)
     assert not any(f.startswith("_sysconfigdata_") for f in files)
 
 
@@ -78,3 +78,19 @@ def test_eval_segments_are_spread_evenly_and_never_overlap():
     assert all(b - a >= 10 for a, b in itertools.pairwise(starts))
     with pytest.raises(ValueError, match="non-overlapping"):
         data.eval_segments(tokens, 9, 11)
+
+
+def test_no_evaluation_segment_is_a_copy_of_training_text(corpus):
+    """Split by file is not enough when files are near-copies (the generated codec tables
+    were: five of the 64 segments occurred verbatim in training). Checked in pieces of 128
+    characters: no segment is a copy, and few pieces recur (code does repeat itself)."""
+    from pe_book import experiments
+
+    train = data.decode(corpus.train)
+    copied, total = [], 0
+    for segment in experiments._segments(corpus, experiments.StudyConfig()):
+        text = data.decode(segment)
+        pieces = [text[i : i + 128] for i in range(0, len(text) - 127, 128)]
+        copied.append(sum(piece in train for piece in pieces))
+        total += len(pieces)
+    assert max(copied) < len(pieces) and sum(copied) / total < 0.05, copied

@@ -2,8 +2,10 @@
 
 Every Python installation ships its standard library as source, so the corpus
 needs no download. The files are *pinned*: ``pe_book/data/stdlib_files.txt``
-lists them (relative paths, sorted; tests, IDLE, lib2to3, demos and the
-machine-specific ``_sysconfigdata_*`` excluded), and ``Corpus.checksum`` (SHA-256
+lists them (relative paths, sorted; tests, IDLE, lib2to3, demos, the
+machine-specific ``_sysconfigdata_*`` and the ``encodings`` package excluded: its
+generated codec tables are near-copies of one another, so a split by file would
+leave copies of validation text in the training text), and ``Corpus.checksum`` (SHA-256
 of the encoded tokens) is recorded with every result, so text from a different
 Python build is detected rather than silently compared.
 
