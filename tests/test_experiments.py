@@ -113,14 +113,16 @@ def test_stored_results_reads_every_valid_file_and_names_a_bad_one(tmp_path):
         experiments.stored_results(tmp_path)
 
 
-def test_the_committed_study_validates_and_matches_this_corpus():
+@pytest.mark.parametrize("folder", ["extrapolation", "extrapolation-seed1"])
+def test_the_committed_study_validates_and_matches_this_corpus(folder):
     from pathlib import Path
 
-    results = experiments.stored_results(Path(__file__).parents[1] / "results" / "extrapolation")
+    results = experiments.stored_results(Path(__file__).parents[1] / "results" / folder)
     assert set(results) == set(experiments.POSITIONS)
     checksum = data.load_corpus().checksum
     assert all(record["corpus_checksum"] == checksum for record in results.values())
     assert all(record["config"] == results["none"]["config"] for record in results.values())
+    assert results["none"]["config"]["seed"] == (1 if folder.endswith("seed1") else 0)
 
 
 def test_every_length_scores_the_same_targets_and_the_capped_context_matches_at_train_len():
