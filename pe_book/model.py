@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pe_book._checks import check_choice, check_int, check_tensor
-from pe_book.alibi import alibi_attention, alibi_slopes
+from pe_book.alibi import alibi_bias, alibi_slopes
 from pe_book.attention import attention, merge_heads, split_heads
 from pe_book.learned import LearnedPositions
 from pe_book.relative import ShawAttention, T5Bias
@@ -76,25 +76,18 @@ class ModelConfig:
 class _Attention(nn.Module):
     """Causal multi-head self-attention for every mode except "shaw"."""
 
-    slopes: torch.Tensor
-
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.dim, self.n_heads, self.position = config.dim, config.n_heads, config.position
         self.qkv = nn.Linear(config.dim, 3 * config.dim, bias=False)
         self.out = nn.Linear(config.dim, config.dim, bias=False)
         self.rope = Rope(config.dim // config.n_heads) if config.position == "rope" else None
-        if config.position == "alibi":
-            self.register_buffer("slopes", alibi_slopes(config.n_heads).float(), persistent=False)
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).split(self.dim, -1))
         if self.rope is not None:
             q, k = self.rope(q), self.rope(k)
-        if self.position == "alibi":
-            z = alibi_attention(q, k, v, self.slopes, causal=True)
-        else:
-            z = attention(q, k, v, bias=bias, causal=True)
+        z = attention(q, k, v, bias=bias, causal=True)  # T5 and ALiBi: bias built once
         return self.out(merge_heads(z))
 
 
@@ -121,6 +114,8 @@ class _Block(nn.Module):
 class CharLM(nn.Module):
     """``forward(tokens)``: ids (batch, L) int64 -> logits (batch, L, vocab_size). Chapter 9."""
 
+    slopes: torch.Tensor
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = config
@@ -135,6 +130,8 @@ class CharLM(nn.Module):
             if config.position == "t5"
             else None
         )
+        if config.position == "alibi":
+            self.register_buffer("slopes", alibi_slopes(config.n_heads).float(), persistent=False)
         self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_layers))
         self.norm = nn.LayerNorm(config.dim)
         self.head = nn.Linear(config.dim, config.vocab_size)
@@ -147,7 +144,11 @@ class CharLM(nn.Module):
         if self.absolute is not None:
             x = self.absolute(x)
         seq_len = tokens.shape[1]
-        bias = self.t5(seq_len, seq_len).to(x.dtype) if self.t5 is not None else None  # once
+        bias = None  # a bias on the scores is built once per call and shared by the layers
+        if self.t5 is not None:
+            bias = self.t5(seq_len, seq_len).to(x.dtype)
+        elif self.config.position == "alibi":
+            bias = alibi_bias(seq_len, seq_len, self.slopes.to(x.dtype))  # as alibi_attention
         for block in self.blocks:
             x = block(x, bias)
         return self.head(self.norm(x))
