@@ -138,7 +138,8 @@ def test_inputs_the_loop_does_not_take_fall_back_to_plain_pytorch(monkeypatch):
     x = random(5, 8, dtype=torch.float32)
     assert not rope_kernel.can_fuse(x.t().contiguous().t(), cos, sin)  # stride along d is not 1
     assert not rope_kernel.can_fuse(x, cos.double(), sin.double())  # dtype mismatch
-    assert not rope_kernel.can_fuse(x, cos.requires_grad_(), sin)  # tables must not need gradients
+    assert not rope_kernel.can_fuse(x, cos.clone().requires_grad_(), sin)  # tables, not weights
+    assert rope_kernel.can_fuse(x, cos, sin)  # the same input qualifies while the loop is built
     wide = random(5, 16, dtype=torch.float32)[:, ::2]  # a strided view: rotated by the plain path
     fused, plain = both_paths(wide)
     torch.testing.assert_close(fused, plain, atol=2e-6, rtol=0)
