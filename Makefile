@@ -3,6 +3,8 @@
 #
 #   make book   execute every chapter, build the HTML book, print its index path
 #   make test   unit tests + pytest --nbval over every chapter + HTML checks
+#   make nbval [NB=notebooks/03_sinusoidal.ipynb]   the notebook regression tests (one chapter or all)
+#   make stress       nbval while a CPU-bound process occupies one core (outputs must not depend on load)
 #   make lab    open the chapters in JupyterLab
 #   make execute [NB=notebooks/01_symmetry.ipynb]   re-run chapters in place (stored outputs)
 #   make lock   re-resolve requirements/lock.txt from pyproject.toml's ranges
@@ -22,7 +24,7 @@ export MKL_NUM_THREADS ?= 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: env book test lint unit nbval html-check lab execute lock screenshot slides clean
+.PHONY: env book test lint unit nbval stress html-check lab execute lock screenshot slides clean
 
 env: $(STAMP)
 
@@ -60,9 +62,16 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -n 2
 
+CHAPTERS := notebooks/[0-9][0-9]_*.ipynb
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
-		-p no:cacheprovider -n 2 --dist loadfile -q notebooks/[0-9][0-9]_*.ipynb
+		-p no:cacheprovider -n 2 --dist loadfile -q $(or $(NB),$(CHAPTERS))
+
+# The regression tests with one core kept busy by a CPU-bound process (killed on exit):
+# nothing nbval compares may depend on time or load.
+stress: $(STAMP)
+	$(BIN)/python -c "while True: pass" & hog=$$!; trap 'kill $$hog' EXIT; \
+		$(MAKE) --no-print-directory nbval NB='$(NB)'
 
 html-check: $(STAMP)
 	$(BIN)/python tools/book.py build --no-execute

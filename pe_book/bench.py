@@ -1,5 +1,10 @@
 """Benchmarks: ``python -m pe_book.bench rope`` (chapter 7), ``... alibi`` (chapter 8).
 
+``--check`` turns a benchmark into a test of the book's speed targets: it exits
+with status 1 when a target is missed (:data:`ROPE_TARGET`, :data:`ALIBI_TARGET`).
+Timings depend on the machine and its load, so the targets are checked here, by a
+command run on a quiet machine, never by the notebook tests (``make test``).
+
 Every method is timed in the same run, on the same tensors, and reported as a
 ratio to copying q and k (or to plain causal attention), which removes most of
 the machine's speed from the numbers. Ratios still depend on the memory regime
@@ -29,9 +34,12 @@ from pe_book._checks import check_choice
 from pe_book.rope import Rope
 
 __all__ = [
+    "ALIBI_TARGET",
     "MEMORY_REGIMES",
     "ROPE_SHAPE",
+    "ROPE_TARGET",
     "alibi_benchmark",
+    "alibi_target_met",
     "allocations_mib",
     "compiled_buffers",
     "fused_alibi_buffers",
@@ -39,6 +47,7 @@ __all__ = [
     "rope_benchmark_in_processes",
     "rope_inputs",
     "rope_methods",
+    "rope_target_met",
     "time_round_robin",
 ]
 
@@ -324,6 +333,36 @@ def alibi_benchmark(
     return rows
 
 
+#: Chapter 7's target: pe_book's default path in either layout costs at most this many
+#: times a copy of q and k, with fresh output pages (median over processes).
+ROPE_TARGET = 1.3
+#: Chapter 8's target: ALiBi's fused path costs at most this many times plain causal
+#: SDPA, and allocates nothing as large as one (H, L, L) float32 tensor.
+ALIBI_TARGET = 1.25
+
+
+def rope_target_met(table: list[tuple[str, float, float, float, float]]) -> bool:
+    """Whether both of pe_book's layouts are within :data:`ROPE_TARGET` of the copy."""
+    defaults = ("pe_book, interleaved", "pe_book, half")
+    ours = [ratio for name, _, ratio, _, _ in table if name in defaults]
+    return len(ours) == 2 and max(ours) <= ROPE_TARGET
+
+
+def alibi_target_met(rows: list[tuple[int, str, float, float, float]], heads: int = 8) -> bool:
+    """Whether the fused path is within :data:`ALIBI_TARGET` of causal SDPA at every L,
+    and its largest allocation stays below one (H, L, L) float32 bias."""
+    fused = [row for row in rows if "fused" in row[1]]
+    return bool(fused) and all(
+        ratio <= ALIBI_TARGET and largest < heads * seq_len**2 * 4 / 2**20
+        for seq_len, _, _, ratio, largest in fused
+    )
+
+
+def _verdict(met: bool, what: str) -> int:
+    print(f"\ntarget {'met' if met else 'MISSED'}: {what}")
+    return 0 if met else 1
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("which", choices=["rope", "alibi", "alibi-buffers"])
@@ -335,6 +374,9 @@ def main(argv: list[str]) -> int:
         "--memory", choices=[*MEMORY_REGIMES, "both"], default="both", help="rope: output memory"
     )
     parser.add_argument("--json", action="store_true", help="one in-process run, as JSON")
+    parser.add_argument(
+        "--check", action="store_true", help="exit with status 1 if the speed target is missed"
+    )
     args = parser.parse_args(argv)
     if args.which == "alibi-buffers":
         _print_alibi_buffers(args.shape)
@@ -343,8 +385,12 @@ def main(argv: list[str]) -> int:
         torch.set_num_threads(args.threads)
         print(f"ALiBi attention, B=2, H=8, D=64, float32, {args.threads} threads")
         print(f"{'L':>5} {'method':<30} {'ms':>9} {'x SDPA':>7} {'largest alloc MiB':>18}")
-        for seq_len, name, ms, ratio, largest in alibi_benchmark(repeats=min(args.repeats, 5)):
+        rows = alibi_benchmark(repeats=min(args.repeats, 5))
+        for seq_len, name, ms, ratio, largest in rows:
             print(f"{seq_len:>5} {name:<30} {ms:>9.1f} {ratio:>7.2f} {largest:>18.1f}")
+        if args.check:
+            what = f"fused ALiBi <= {ALIBI_TARGET}x causal SDPA, no (H, L, L) allocation"
+            return _verdict(alibi_target_met(rows), what)
         return 0
     if args.json:
         torch.set_num_threads(args.threads)
@@ -355,12 +401,20 @@ def main(argv: list[str]) -> int:
         f" median over {args.processes} new processes per memory regime"
     )
     memories = list(MEMORY_REGIMES) if args.memory == "both" else [args.memory]
+    if args.check and "fresh" not in memories:
+        memories.append("fresh")  # the target is defined with fresh pages
+    tables = {}
     for memory in memories:
-        table = rope_benchmark_in_processes(args.processes, args.threads, args.repeats, memory)
+        tables[memory] = table = rope_benchmark_in_processes(
+            args.processes, args.threads, args.repeats, memory
+        )
         print(f"\n{memory} output memory")
         print(f"{'method':<34} {'median ms':>9} {'x copy':>7}  {'x copy min..max':>15}")
         for name, milliseconds, ratio, low, high in table:
             print(f"{name:<34} {milliseconds:>9.2f} {ratio:>7.2f}  {low:>6.2f} .. {high:<6.2f}")
+    if args.check:
+        what = f"pe_book's default path in both layouts <= {ROPE_TARGET}x a copy (fresh pages)"
+        return _verdict(rope_target_met(tables["fresh"]), what)
     return 0
 
 
