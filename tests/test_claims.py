@@ -1,58 +1,109 @@
-"""pe_book.claims: one registry, verdicts from evidence, every claim confirmed by its chapter."""
+"""pe_book.claims: one registry, verdicts from evidence, every claim decided in its chapter."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from pe_book import claims
+from pe_book.claims import Finding, Kind, Verdict
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-def chapter_sources(chapter: str) -> str:
+def chapter_outputs(chapter: str) -> str:
+    """Everything a chapter's code cells printed (stored outputs)."""
     (path,) = NOTEBOOKS.glob(f"{chapter}_*.ipynb")
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return "\n".join(
+        "".join(out.get("text", ""))
+        for cell in cells
+        if cell["cell_type"] == "code"
+        for out in cell["outputs"]
+    )
 
 
-def test_registry_loads_with_unique_ids_and_known_sources():
+def test_registry_loads_with_unique_ids_known_sources_and_kinds():
     registry = claims.registry()
     assert registry, "the registry is empty"
     for claim in registry.values():
         assert claim.source in claims.SOURCES or claim.source.startswith("paper:")
         assert claim.claim and claim.reason and claim.section
-        assert isinstance(claim.verdict, claims.Verdict)
+        assert isinstance(claim.verdict, Verdict) and isinstance(claim.kind, Kind)
 
 
 @pytest.mark.parametrize("claim_id", sorted(claims.registry()))
-def test_every_claim_is_confirmed_by_a_cell_of_its_chapter(claim_id):
+def test_every_claim_is_decided_by_its_chapter(claim_id):
+    # the chapter's stored outputs hold the line claims.check printed after asserting
     claim = claims.get(claim_id)
-    code = chapter_sources(claim.chapter)
-    assert f'claims.confirm("{claim_id}"' in code, (
-        f"chapter {claim.chapter} never confirms {claim_id}"
+    line = f"[{claim_id}] {claim.label}: evidence and registry agree"
+    assert line in " ".join(chapter_outputs(claim.chapter).split()), (
+        f"chapter {claim.chapter} never decides {claim_id} (no '{line}' in its outputs);"
+        " run claims.check there and re-execute the chapter (make execute NB=...)"
     )
 
 
+def test_every_claim_has_an_evidence_function():
+    assert claims.evidence_ids() == set(claims.registry())
+
+
+def test_no_chapter_decides_a_claim_of_another_chapter():
+    pattern = re.compile(r"\[([^\]]+)\] [^\[]*?: evidence and registry agree")
+    for path in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"):
+        printed = " ".join(chapter_outputs(path.name[:2]).split())
+        for claim_id in pattern.findall(printed):
+            assert claims.get(claim_id).chapter == path.name[:2], (claim_id, path.name)
+
+
 def test_judge_turns_evidence_into_verdicts():
-    assert claims.judge(holds=True) is claims.Verdict.HOLDS
-    assert claims.judge(holds=True, caveat="not under a causal mask") is claims.Verdict.CAVEAT
-    assert claims.judge(holds=False) is claims.Verdict.FAILS
-    assert claims.judge(holds=False, caveat="whatever") is claims.Verdict.FAILS
+    assert claims.judge(holds=True) is Verdict.HOLDS
+    assert claims.judge(holds=True, caveat="not under a causal mask") is Verdict.CAVEAT
+    assert claims.judge(holds=False) is Verdict.FAILS
+    assert claims.judge(holds=False, caveat="whatever") is Verdict.FAILS
     with pytest.raises(TypeError, match="holds must be a bool"):
         claims.judge(holds=1)
 
 
-def test_confirm_passes_when_evidence_agrees_and_fails_when_it_does_not(capsys):
-    claims.confirm("000-full-symmetry", holds=True, caveat="a causal mask breaks it")
-    assert "evidence and registry agree" in capsys.readouterr().out
+def test_a_finding_needs_a_bool_computed_from_evidence():
+    with pytest.raises(TypeError, match="holds must be a bool"):
+        Finding(holds=None)
+    with pytest.raises(TypeError, match="caveat must be a str or None"):
+        Finding(holds=True, caveat=3)
+    assert Finding(holds=True, caveat="a caveat").verdict is Verdict.CAVEAT
+
+
+def test_check_passes_when_evidence_agrees_and_fails_when_it_does_not(capsys, monkeypatch):
+    finding = claims.check("001-table3")
+    assert finding.verdict is Verdict.FAILS
+    assert "[001-table3] does not hold (quoted): evidence and registry agree" in (
+        capsys.readouterr().out
+    )
+    monkeypatch.setitem(claims._EVIDENCE, "001-table3", lambda: Finding(holds=True))
     with pytest.raises(AssertionError, match="the evidence says 'holds', the registry says"):
-        claims.confirm("000-full-symmetry", holds=True)
+        claims.check("001-table3")
 
 
 def test_unknown_claims_list_the_known_ones():
     with pytest.raises(KeyError, match="known:"):
         claims.get("no-such-claim")
+    with pytest.raises(KeyError, match="known:"):
+        claims.run("no-such-claim")
+
+
+def test_labels_keep_kinds_apart():
+    labels = {c.kind: set() for c in claims.registry().values()}
+    for claim in claims.registry().values():
+        labels[claim.kind].add(claim.label)
+    assert labels[Kind.DEFINITION] <= {"true by definition", "true by definition, with a caveat"}
+    assert all(label.endswith("(quoted)") for label in labels[Kind.QUOTED])
+    assert labels[Kind.MEASURED] <= {str(v) for v in Verdict}
+
+
+def test_counts_split_by_kind_and_verdict():
+    counts = claims.counts()
+    assert sum(counts.values()) == len(claims.registry())
+    assert counts[Kind.DEFINITION, Verdict.HOLDS] >= 1 and counts[Kind.MEASURED, Verdict.HOLDS] >= 1
 
 
 def test_for_chapter_and_markdown_table():
@@ -60,34 +111,39 @@ def test_for_chapter_and_markdown_table():
     assert {c.id for c in chapter_01} >= {"000-full-symmetry", "001-cat-eats-fish"}
     table = claims.markdown_table(chapter_01)
     assert table.count("\n") == len(chapter_01) + 1
-    assert "**holds with a caveat**" in table
-
-
-def test_every_registry_claim_is_confirmed_by_a_cell_of_its_chapter():
-    # A claim the registry lists must be judged by evidence in its own chapter:
-    # some code cell there calls claims.confirm("<id>", ...).
-    import re
-
-    notebooks = Path(__file__).parents[1] / "notebooks"
-    confirmed: dict[str, set[str]] = {}
-    for path in notebooks.glob("[0-9][0-9]_*.ipynb"):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-        for claim_id in re.findall(r'claims\.confirm\(\s*"([^"]+)"', code):
-            confirmed.setdefault(claim_id, set()).add(path.name[:2])
-    registry = claims.registry()
-    missing = [
-        f"{i} (chapter {c.chapter})"
-        for i, c in registry.items()
-        if c.chapter not in confirmed.get(i, set())
-    ]
-    assert not missing, f"claims with no confirming cell in their chapter: {missing}"
-    assert set(confirmed) <= set(registry), set(confirmed) - set(registry)
+    assert "**holds with a caveat** | measured |" in table
 
 
 def test_markdown_table_can_name_where_each_claim_is_decided():
     claim = claims.get("004-alibi-memory")
     plain = claims.markdown_table([claim]).splitlines()
     located = claims.markdown_table([claim], where=True).splitlines()
-    assert plain[1].count("---") == 5 and located[1].count("---") == 6
+    assert plain[1].count("---") == 6 and located[1].count("---") == 7
     assert located[2].endswith("| chapter 8, 8.6 Memory and speed |")
+    assert "**holds with a caveat (quoted)** | quoted |" in located[2]
+
+
+def test_a_definition_cannot_fail(tmp_path, monkeypatch):
+    text = claims.resources.files("pe_book").joinpath("data/claims.toml").read_text()
+    broken = text.replace(
+        'kind = "by definition"\nverdict = "holds"',
+        'kind = "by definition"\nverdict = "does not hold"',
+        1,
+    )
+    assert broken != text
+
+    class Files:
+        def joinpath(self, _):
+            return self
+
+        def read_text(self, encoding=None):
+            return broken
+
+    monkeypatch.setattr(claims.resources, "files", lambda _: Files())
+    claims.registry.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="cannot fail by definition"):
+            claims.registry()
+    finally:
+        monkeypatch.undo()
+        claims.registry.cache_clear()

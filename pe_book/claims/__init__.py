@@ -1,0 +1,303 @@
+"""The registry of checkable claims the sources make, their evidence and their verdicts.
+
+One registry, stored as data in ``pe_book/data/claims.toml``: each claim has an
+id, the source file it comes from, the claim in the book's own words, the
+chapter that decides it, the *kind* of its evidence, a verdict and a reason.
+
+Kinds of evidence (:class:`Kind`), shown and counted apart:
+
+- **measured**: the verdict comes from a computation whose outcome the code that
+  makes it does not fix (a measurement of pe_book's code or of the study's
+  results, a SymPy identity that could come out false, a counterexample search).
+  Each has an evidence function in this package (``pe_book.claims.<topic>``),
+  registered with :func:`evidence`, that takes the implementation or data it
+  examines as arguments; ``tests/test_claims_mutation.py`` runs it on
+  counterfactuals (a wrong implementation, swapped results, a broken mask) and
+  shows that the verdict changes.
+- **by definition**: true by construction or by definition (a parameter count of
+  a table whose size is its definition). The evidence function shows the
+  numbers, but they could not come out otherwise, so the claim is never
+  counted as *holds*.
+- **quoted**: the verdict rests on a fact quoted from a paper (``papers.toml``),
+  not re-measured here.
+
+A chapter decides a claim with :func:`check`: it runs the registered evidence,
+prints what was found, and asserts that the verdict equals the registry's.
+Text, registry and evidence therefore cannot drift apart; chapter 11 renders
+the whole registry and counts the verdicts by kind.
+
+Verdicts: *holds*; *holds with a caveat* (true in the setting the source has in
+mind, false or incomplete outside it); *does not hold*.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import textwrap
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+__all__ = [
+    "SOURCES",
+    "Claim",
+    "Finding",
+    "Kind",
+    "Verdict",
+    "check",
+    "counts",
+    "evidence",
+    "evidence_ids",
+    "for_chapter",
+    "get",
+    "judge",
+    "markdown_table",
+    "registry",
+    "run",
+]
+
+#: The source articles (kept outside the book, cited by file name).
+SOURCES = {
+    "000_6a7a68e65e9d9c75.txt": "blog post 【初理解】Transformer中的Positional Encoding",
+    "001_2bb80ace7c402463.txt": "Yunzenn, 第06章：Positional Encoding (a study-guide chapter)",
+    "003_12a40a9c21488c38.txt": "Q&A thread 正弦嵌入 - 您所需要的就是注意力 (translated)",
+    "004_87f13edf937f0989.txt": "survey article on position embeddings (untitled copy)",
+}
+
+#: The modules holding the evidence functions, one per topic (imported on first use).
+EVIDENCE_MODULES = (
+    "symmetry",
+    "taylor",
+    "sinusoidal",
+    "rotation",
+    "decay",
+    "relative",
+    "rope",
+    "alibi",
+    "study",
+    "cost",
+)
+
+
+class Verdict(enum.StrEnum):
+    HOLDS = "holds"
+    CAVEAT = "holds with a caveat"
+    FAILS = "does not hold"
+
+
+class Kind(enum.StrEnum):
+    MEASURED = "measured"
+    DEFINITION = "by definition"
+    QUOTED = "quoted"
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    source: str
+    claim: str
+    chapter: str
+    section: str
+    kind: Kind
+    verdict: Verdict
+    reason: str
+
+    @property
+    def label(self) -> str:
+        """The verdict as the book shows it: a *holds* that could not have failed says so."""
+        if self.kind is Kind.DEFINITION:
+            return "true by definition" + (
+                ", with a caveat" if self.verdict is Verdict.CAVEAT else ""
+            )
+        if self.kind is Kind.QUOTED:
+            return f"{self.verdict} (quoted)"
+        return str(self.verdict)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one run of a claim's evidence found.
+
+    ``holds``: does the claim hold in the setting the source has in mind?
+    ``caveat``: a setting the evidence found where it fails, or a condition it
+    needs, in a few words; None if there is none. ``shown``: the lines
+    :func:`check` prints, with the numbers the evidence measured (deterministic:
+    no timings, no rounding noise).
+    """
+
+    holds: bool
+    caveat: str | None = None
+    shown: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.holds, bool):
+            raise TypeError(f"holds must be a bool computed from the evidence, got {self.holds!r}")
+        if self.caveat is not None and not isinstance(self.caveat, str):
+            raise TypeError(f"caveat must be a str or None, got {self.caveat!r}")
+
+    @property
+    def verdict(self) -> Verdict:
+        return judge(holds=self.holds, caveat=self.caveat)
+
+
+@cache
+def registry() -> dict[str, Claim]:
+    """All claims, by id, loaded once from the package data and validated."""
+    text = resources.files("pe_book").joinpath("data/claims.toml").read_text(encoding="utf-8")
+    claims: dict[str, Claim] = {}
+    for entry in tomllib.loads(text)["claim"]:
+        try:
+            kind = Kind(entry.get("kind", "measured"))
+            verdict = Verdict(entry["verdict"])
+        except ValueError as error:
+            raise ValueError(f"claims.toml: claim {entry.get('id')!r}: {error}") from None
+        claim = Claim(**{**entry, "kind": kind, "verdict": verdict})
+        if claim.id in claims:
+            raise ValueError(f"claims.toml: duplicate claim id {claim.id!r}")
+        if claim.source not in SOURCES and not claim.source.startswith("paper:"):
+            raise ValueError(
+                f"claims.toml: claim {claim.id!r} has source {claim.source!r}; "
+                f"accepted: {sorted(SOURCES)} or 'paper:<reference>'"
+            )
+        if kind is Kind.DEFINITION and verdict is Verdict.FAILS:
+            raise ValueError(f"claims.toml: claim {claim.id!r} cannot fail by definition")
+        claims[claim.id] = claim
+    return claims
+
+
+def get(claim_id: str) -> Claim:
+    """The claim with this id; a KeyError lists the known ids otherwise."""
+    try:
+        return registry()[claim_id]
+    except KeyError:
+        raise KeyError(f"unknown claim id {claim_id!r}; known: {sorted(registry())}") from None
+
+
+def for_chapter(chapter: str) -> list[Claim]:
+    """The claims a chapter checks (chapter as a two-digit string, e.g. '01')."""
+    return [c for c in registry().values() if c.chapter == chapter]
+
+
+def judge(*, holds: bool, caveat: str | None = None) -> Verdict:
+    """Turn evidence into a verdict.
+
+    ``holds``: does the claim hold in the setting the source has in mind?
+    ``caveat``: if the evidence also found a setting where it fails (or an
+    important condition it needs), a short description of it; else None.
+    """
+    if not isinstance(holds, bool):
+        raise TypeError(f"holds must be a bool computed from the evidence, got {holds!r}")
+    if not holds:
+        return Verdict.FAILS
+    return Verdict.CAVEAT if caveat else Verdict.HOLDS
+
+
+# ---- evidence functions ------------------------------------------------------------
+
+_EVIDENCE: dict[str, Callable[..., Finding]] = {}
+
+
+def evidence(claim_id: str) -> Callable[[Callable[..., Finding]], Callable[..., Finding]]:
+    """Register the decorated function as the evidence of ``claim_id``.
+
+    The function takes what it examines as keyword arguments with the book's
+    defaults (pe_book's implementation, the committed results), so that a test
+    can hand it a counterfactual; it returns a :class:`Finding`.
+    """
+    get(claim_id)  # an unknown id is an error at import time
+
+    def register(function: Callable[..., Finding]) -> Callable[..., Finding]:
+        if claim_id in _EVIDENCE:
+            raise ValueError(f"claim {claim_id!r} already has evidence: {_EVIDENCE[claim_id]}")
+        _EVIDENCE[claim_id] = function
+        return function
+
+    return register
+
+
+@cache
+def _load_evidence() -> None:
+    for module in EVIDENCE_MODULES:
+        importlib.import_module(f"pe_book.claims.{module}")
+
+
+def evidence_ids() -> set[str]:
+    """The ids of all claims that have a registered evidence function."""
+    _load_evidence()
+    return set(_EVIDENCE)
+
+
+def run(claim_id: str, **inputs: object) -> Finding:
+    """Run the evidence of ``claim_id``; ``inputs`` replace its defaults (counterfactuals)."""
+    get(claim_id)
+    _load_evidence()
+    if claim_id not in _EVIDENCE:
+        raise KeyError(f"claim {claim_id!r} has no evidence function in pe_book.claims")
+    finding = _EVIDENCE[claim_id](**inputs)
+    if not isinstance(finding, Finding):
+        raise TypeError(f"the evidence of {claim_id!r} returned {type(finding).__name__}")
+    return finding
+
+
+def _report(claim: Claim, finding: Finding) -> None:
+    print(
+        textwrap.fill(
+            f"[{claim.id}] {claim.label}: evidence and registry agree", 78, subsequent_indent="    "
+        )
+    )
+    for line in finding.shown:
+        print(textwrap.fill(line, 78, initial_indent="    ", subsequent_indent="      "))
+    if finding.caveat:
+        print(
+            textwrap.fill(
+                finding.caveat, 78, initial_indent="    caveat found: ", subsequent_indent="      "
+            )
+        )
+
+
+def check(claim_id: str, **inputs: object) -> Finding:
+    """Run a claim's evidence, print what it found, and assert the registry's verdict.
+
+    Raises AssertionError if they differ: either the evidence changed or the
+    registry is wrong, and the book must not say something its cells do not show.
+    """
+    claim = get(claim_id)
+    finding = run(claim_id, **inputs)
+    if finding.verdict != claim.verdict:
+        raise AssertionError(
+            f"claim {claim_id}: the evidence says '{finding.verdict}',"
+            f" the registry says '{claim.verdict}'"
+        )
+    _report(claim, finding)
+    return finding
+
+
+# ---- rendering -----------------------------------------------------------------------
+
+
+def counts(selected: Iterable[Claim] | None = None) -> Counter[tuple[Kind, Verdict]]:
+    """How many claims have each (kind, verdict): *measured* holds are counted apart."""
+    chosen = registry().values() if selected is None else selected
+    return Counter((c.kind, c.verdict) for c in chosen)
+
+
+def markdown_table(selected: list[Claim], *, where: bool = False) -> str:
+    """The claims as a Markdown table (id, source, claim, verdict, evidence, reason).
+
+    ``where=True`` adds a column naming the chapter and section whose cells decide
+    each claim (chapter 11 collects claims from every chapter).
+    """
+    header = "| claim | source | what it says | verdict | evidence | why |"
+    if where:
+        header += " decided in |"
+    rows = [header, "|" + " --- |" * header.count(" |")]
+    for c in selected:
+        cells = [f"`{c.id}`", f"`{c.source}`", c.claim, f"**{c.label}**", str(c.kind), c.reason]
+        if where:
+            cells.append(f"chapter {int(c.chapter)}, {c.section}")
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows)

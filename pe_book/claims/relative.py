@@ -1,0 +1,121 @@
+"""Evidence for the claims about learned absolute and relative positions (chapter 6)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from pe_book import learned, relative
+from pe_book.claims import Finding, evidence
+from pe_book.sinusoidal import SinusoidalEncoding
+
+#: BERT-base's parameter count, as Devlin et al. (2019, section 3) give it.
+BERT_BASE_PARAMETERS = 110_000_000
+
+
+def _parameters(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+@evidence("004-learned-512x768")
+def learned_512x768() -> Finding:
+    """A count: the table's size is its definition."""
+    count = _parameters(learned.LearnedPositions(512, 768))
+    return Finding(
+        holds=count == 512 * 768, shown=(f"LearnedPositions(512, 768): {count:,} parameters",)
+    )
+
+
+@evidence("001-learned-needs-parameters")
+def learned_needs_parameters() -> Finding:
+    """A count: one trainable row per position, against a fixed buffer."""
+    table = _parameters(learned.LearnedPositions(512, 768))
+    fixed = _parameters(SinusoidalEncoding(768, max_len=512))
+    return Finding(
+        holds=table > 0 and fixed == 0,
+        shown=(f"learned table {table:,} parameters; sinusoidal encoding {fixed}",),
+    )
+
+
+@evidence("004-learned-cost")
+def learned_cost() -> Finding:
+    """More parameters by definition; their share of BERT-base, and the same work per token."""
+    count = _parameters(learned.LearnedPositions(512, 768))
+    share = count / BERT_BASE_PARAMETERS
+    return Finding(
+        holds=count > 0,
+        caveat="a small share; at inference, the same computation" if share < 0.01 else None,
+        shown=(f"{count:,} parameters, {share:.2%} of BERT-base's 110 million",),
+    )
+
+
+@evidence("004-learned-no-extrapolation")
+def learned_no_extrapolation() -> Finding:
+    """A table has no row past its last: pe_book's refuses, MiniLM's real table has 512 rows."""
+    try:
+        learned.LearnedPositions(512, 16).positions(1, offset=512)
+        refused = False
+    except ValueError:
+        refused = True
+    table = learned.minilm_position_table_or_none()
+    rows = "not installed" if table is None else f"{table.shape[0]} rows"
+    return Finding(
+        holds=refused, shown=(f"position 512 refused: {refused}; MiniLM's table: {rows}",)
+    )
+
+
+def shaw_layer(seed: int = 0) -> Callable[..., torch.Tensor]:
+    """pe_book's ShawAttention (d = 16, 2 heads, K = 3), float64, initialised from ``seed``."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        module = relative.ShawAttention(dim=16, n_heads=2, max_offset=3).double()
+
+    def layer(x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        with torch.no_grad():
+            return module(x, positions=positions)
+
+    return layer
+
+
+@evidence("004-relative-loses-absolute")
+def relative_loses_absolute(layer: Callable[..., torch.Tensor] | None = None) -> Finding:
+    """Twelve identical tokens: shifting all positions changes nothing; yet no two outputs agree."""
+    layer = layer or shaw_layer()
+    token = torch.randn(1, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    same = token.expand(12, 16)
+    outputs = layer(same)
+    shifted = layer(same, positions=torch.arange(12) + 1000)
+    shift_blind = bool(torch.allclose(outputs, shifted, rtol=0, atol=1e-12))
+    closest = float(torch.pdist(outputs).min())
+    return Finding(
+        holds=shift_blind,
+        caveat="the place within the sequence stays visible" if closest > 1e-6 else None,
+        shown=(
+            f"12 identical tokens: outputs unchanged by a shift of 1,000: {shift_blind};"
+            f" closest two outputs {closest:.2f} apart",
+        ),
+    )
+
+
+def t5_buckets(offsets: torch.Tensor) -> torch.Tensor:
+    return relative.t5_bucket(offsets)  # T5's encoder: bidirectional, 32 buckets, up to 128
+
+
+@evidence("004-t5-clipped-relative")
+def t5_clipped_relative(
+    bucket: Callable[[torch.Tensor], torch.Tensor] = t5_buckets,
+    bias_table: torch.Tensor | None = None,
+) -> Finding:
+    """Shaw's scheme clips offsets and adds vectors; T5 buckets offsets and adds one scalar."""
+    table = relative.T5Bias(n_heads=12).bias.weight if bias_table is None else bias_table
+    far = int(bucket(torch.arange(16, 128)).unique().numel())
+    vectors = table.dim() != 2 or table.shape[1] != 12  # T5: one scalar per (bucket, head)
+    return Finding(
+        holds=vectors and far == 1,
+        shown=(
+            f"offsets 16 to 127 fall into {far} buckets (clipping: 1); bias table"
+            f" {tuple(table.shape)} (buckets, heads)",
+        ),
+    )

@@ -1,0 +1,279 @@
+"""Mutation test of the claims registry: evidence that can fail, shown failing.
+
+Every *measured* claim's evidence function (``pe_book.claims.<topic>``) is run
+twice: with the book's defaults it must give the registry's verdict, and on a
+counterfactual (a wrong implementation, the other layout, swapped results, a
+broken mask) it must give a different one. A measured claim whose evidence
+survives every counterfactual would be true by construction: it belongs to the
+kind "by definition", not "measured".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+
+from pe_book import alibi, exhibits, relative, rope, sinusoidal, symbolic
+from pe_book.claims import Kind, Verdict, get, registry, run
+from pe_book.claims import rope as rope_evidence
+from pe_book.claims import study as study_evidence
+from pe_book.claims import symmetry as symmetry_evidence
+from pe_book.claims.cost import committed_rows
+from pe_book.claims.rotation import source_identities
+
+# ---- counterfactual implementations ---------------------------------------------------
+
+
+def positional_layer() -> Callable[..., torch.Tensor]:
+    """Chapter 1's layer with sinusoidal positions added to its input: it sees order."""
+    layer = symmetry_evidence.default_layer()
+    table = 0.5 * sinusoidal.sinusoidal_table(8, symmetry_evidence.DIM, dtype=torch.float64)
+    return lambda x, causal=False: layer(x + table[: x.shape[0]], causal=causal)
+
+
+def constant_positions() -> torch.Tensor:
+    """One and the same vector at every position."""
+    vector = torch.randn(1, symmetry_evidence.DIM, dtype=torch.float64)
+    return vector.expand(len(symmetry_evidence.SENTENCE_A), -1)
+
+
+def terms_without_halves(*args: object) -> list[sp.Expr]:
+    """The six Taylor terms with the ½ of the pure second-order terms dropped."""
+    terms = symbolic.taylor_terms(*args)
+    return [2 * t if i in (3, 4) else t for i, t in enumerate(terms)]
+
+
+def tensor2tensor(seq_len: int, dim: int) -> torch.Tensor:
+    return torch.from_numpy(exhibits.tensor2tensor_timing_signal(seq_len, dim))
+
+
+def reversed_pairs(seq_len: int, dim: int) -> torch.Tensor:
+    """The paper's table with its pairs in reverse order: the slowest pair first."""
+    table = sinusoidal.sinusoidal_table(seq_len, dim, dtype=torch.float64)
+    return table.view(seq_len, dim // 2, 2).flip(1).reshape(seq_len, dim)
+
+
+def wrapped_distances(offsets: torch.Tensor) -> torch.Tensor:
+    """A table cached for 1,000 positions and indexed modulo its length (a wrap-around bug)."""
+    return sinusoidal.offset_distances(offsets % 1000, 512)
+
+
+def question_indexing(dim: int) -> torch.Tensor:
+    """The question's frequencies: one per dimension j < d, 10000^(-2j/d)."""
+    return 10000.0 ** (-2 * torch.arange(dim, dtype=torch.float64) / dim)
+
+
+def fixed_answer1(seq_len: int, dim: int) -> np.ndarray:
+    """Answer 1 with the pair index 2*(j//2)/d and the paper's row 0."""
+    return sinusoidal.sinusoidal_table(seq_len, dim, dtype=torch.float64).numpy()
+
+
+def answer1_rows(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    table = exhibits.answer1_table(int(positions.max()) + 1, dim)
+    return torch.from_numpy(table)[positions]
+
+
+def stretched_cos(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """Each pair's cosine column doubled: the shift map is linear but no rotation."""
+    table = sinusoidal.sinusoidal_table(positions, dim, dtype=torch.float64)
+    table[:, 1::2] *= 2
+    return table
+
+
+def one_frequency(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """Every pair turning at pair 0's frequency: one global rotation."""
+    table = sinusoidal.sinusoidal_table(positions, 2, dtype=torch.float64)
+    return table.repeat(1, dim // 2)
+
+
+def odd_identity_with_wrong_sign() -> tuple[sp.Expr, sp.Expr]:
+    even, odd = source_identities()
+    return even, -odd
+
+
+def periodic_profile(offsets: torch.Tensor, dim: int) -> torch.Tensor:
+    """A 'profile' whose pairs all share one frequency: it never decays."""
+    return torch.cos(torch.as_tensor(offsets, dtype=torch.float64) * 0.01)
+
+
+def finite_sum_as_integral(offsets: torch.Tensor) -> torch.Tensor:
+    """The d = 64 sum passed off as the integral."""
+    from pe_book import decay
+
+    return decay.dot_profile(offsets, 64)
+
+
+def shaw_with_absolute_positions() -> Callable[..., torch.Tensor]:
+    layer = relative.ShawAttention(dim=16, n_heads=2, max_offset=3).double()
+
+    def forward(x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        positions = torch.arange(x.shape[0]) if positions is None else positions
+        with torch.no_grad():
+            return layer(x + sinusoidal.sinusoidal_table(positions, 16, dtype=x.dtype))
+
+    return forward
+
+
+def clipped_buckets(offsets: torch.Tensor) -> torch.Tensor:
+    return offsets.abs().clamp(max=16)
+
+
+def rope_with_squared_positions(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    return rope.apply_rope(x, positions**2 % 100_003)
+
+
+def log_bias(q_len: int, k_len: int, slopes: torch.Tensor) -> torch.Tensor:
+    distance = (torch.arange(q_len)[:, None] - torch.arange(k_len)[None, :]).double()
+    return -slopes[:, None, None] * torch.log1p(distance.abs())
+
+
+def symmetric_bias(q_len: int, k_len: int, slopes: torch.Tensor) -> torch.Tensor:
+    return alibi.alibi_bias(q_len, k_len, slopes, causal=False)
+
+
+def arithmetic_slopes(n_heads: int) -> torch.Tensor:
+    return torch.arange(n_heads, 0, -1, dtype=torch.float64) / (2 * n_heads)
+
+
+def increasing_slopes(n_heads: int) -> torch.Tensor:
+    return alibi.alibi_slopes(n_heads).flip(0)
+
+
+def equal_slopes(n_heads: int) -> torch.Tensor:
+    return torch.full((n_heads,), 0.5, dtype=torch.float64)
+
+
+def seeds_with(**replace: str) -> list[dict]:
+    """The committed seeds with some methods' records replaced by others' (target=source)."""
+    seeds = study_evidence.committed_seeds()
+    return [{**s, **{target: s[source] for target, source in replace.items()}} for s in seeds]
+
+
+def swapped(a: str, b: str) -> list[dict]:
+    return seeds_with(**{a: b, b: a})
+
+
+def rows_with(position: str, seq_len: int, **fields: float) -> list:
+    return [
+        dataclasses.replace(row, **fields)
+        if row.position == position and row.seq_len == seq_len
+        else row
+        for row in committed_rows()
+    ]
+
+
+def t5_as_cheap_as_sinusoidal() -> list:
+    rows = committed_rows()
+    sinusoidal_1024 = next(r for r in rows if r.position == "sinusoidal" and r.seq_len == 1024)
+    return rows_with("t5", 1024, train_ms=sinusoidal_1024.train_ms)
+
+
+def shaw_subquadratic() -> list:
+    rows = committed_rows()
+    shaw_256 = next(r for r in rows if r.position == "shaw" and r.seq_len == 256)
+    return rows_with("shaw", 1024, train_ms=shaw_256.train_ms * 4**1.5)
+
+
+#: claim id -> counterfactual inputs (each a zero-argument factory, so that nothing heavy
+#: runs at import). Every measured claim needs at least one.
+COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
+    "000-full-symmetry": [lambda: {"layer": positional_layer()}],
+    "000-distinct-vectors-break-symmetry": [lambda: {"positions": constant_positions()}],
+    "001-cat-eats-fish": [lambda: {"layer": positional_layer()}],
+    "004-unordered-set": [lambda: {"layer": positional_layer()}],
+    "000-taylor-expansion": [lambda: {"terms": terms_without_halves}],
+    "vaswani-wavelength-range": [lambda: {"table": tensor2tensor, "layout": "half"}],
+    "001-low-dims-fast-high-dims-slow": [lambda: {"table": reversed_pairs}],
+    "001-tens-of-thousands": [lambda: {"distances": wrapped_distances}],
+    "004-unique-representation": [lambda: {"distances": wrapped_distances}],
+    "001-base-margin": [lambda: {"distances": wrapped_distances}],
+    "003-question-code": [lambda: {"table": fixed_answer1}],
+    "003-answer1-code": [lambda: {"table": fixed_answer1}],
+    "003-answer2-frequency-range": [lambda: {"frequencies": question_indexing}],
+    "003-answer2-high-dims-insensitive": [lambda: {"table": reversed_pairs}],
+    "000-component-identities": [
+        lambda: {"identities": odd_identity_with_wrong_sign()},
+        lambda: {"table": stretched_cos},
+    ],
+    "001-shift-is-linear": [lambda: {"table": answer1_rows}],
+    "001-rotation-matrix": [lambda: {"table": stretched_cos}],
+    "001-no-global-rotation": [lambda: {"table": one_frequency}],
+    "000-near-large-far-decays": [lambda: {"profile": periodic_profile}],
+    "000-oscillatory-integral": [lambda: {"integral": finite_sum_as_integral}],
+    "004-relative-loses-absolute": [lambda: {"layer": shaw_with_absolute_positions()}],
+    "004-t5-clipped-relative": [
+        lambda: {"bucket": clipped_buckets, "bias_table": torch.zeros(33, 64)}
+    ],
+    "001-rope-rotates-qk": [lambda: {"rotate": rope_with_squared_positions}],
+    "004-rope-values-no-position": [lambda: {"model": rope_evidence.rope_model("sinusoidal")}],
+    "001-alibi-linear-bias": [lambda: {"bias": log_bias}],
+    "001-alibi-simple": [lambda: {"bias": symmetric_bias}],
+    "004-alibi-penalty-form": [lambda: {"slopes": arithmetic_slopes}],
+    "004-alibi-8-heads": [lambda: {"slopes": increasing_slopes}],
+    "004-alibi-head-reach": [lambda: {"slopes": equal_slopes}],
+    "004-sinusoidal-poor": [lambda: {"seeds": seeds_with(sinusoidal="alibi")}],
+    "001-sinusoidal-degrades": [lambda: {"seeds": seeds_with(sinusoidal="alibi")}],
+    "001-sinusoidal-runs-longer": [lambda: {"seeds": seeds_with(sinusoidal="alibi")}],
+    "004-rope-better-not-enough": [lambda: {"seeds": swapped("rope", "sinusoidal")}],
+    "004-t5-better-than-rope": [lambda: {"seeds": swapped("t5", "rope")}],
+    "004-alibi-best": [lambda: {"seeds": swapped("alibi", "sinusoidal")}],
+    "004-relative-extrapolate": [
+        lambda: {"seeds": seeds_with(shaw="alibi", t5="alibi", rope="alibi")}
+    ],
+    "001-rope-extrapolates-better": [lambda: {"seeds": swapped("rope", "sinusoidal")}],
+    "001-alibi-extrapolates-far": [lambda: {"seeds": seeds_with(alibi="rope")}],
+    "004-clipping-extrapolates": [lambda: {"seeds": seeds_with(shaw="rope")}],
+    "004-t5-costly": [lambda: {"rows": t5_as_cheap_as_sinusoidal()}],
+    "004-quadratic-cost": [lambda: {"rows": shaw_subquadratic()}],
+}
+
+MEASURED = sorted(i for i, c in registry().items() if c.kind is Kind.MEASURED)
+CASES = [
+    pytest.param(claim_id, k, id=f"{claim_id}-{k}")
+    for claim_id in sorted(COUNTERFACTUALS)
+    for k in range(len(COUNTERFACTUALS[claim_id]))
+]
+
+
+def test_every_measured_claim_has_a_counterfactual():
+    missing = [i for i in MEASURED if i not in COUNTERFACTUALS]
+    assert not missing, f"measured claims with no counterfactual: {missing}"
+
+
+def test_only_measured_claims_are_mutated():
+    other = [i for i in COUNTERFACTUALS if get(i).kind is not Kind.MEASURED]
+    assert not other, f"claims that are not measured cannot fail by design: {other}"
+
+
+@pytest.mark.parametrize("claim_id", MEASURED)
+def test_evidence_gives_the_registry_verdict(claim_id):
+    assert run(claim_id).verdict == get(claim_id).verdict
+
+
+@pytest.mark.parametrize(("claim_id", "case"), CASES)
+def test_a_counterfactual_changes_the_verdict(claim_id, case):
+    counterfactual = COUNTERFACTUALS[claim_id][case]()
+    found = run(claim_id, **counterfactual).verdict
+    assert found != get(claim_id).verdict, (
+        f"{claim_id}: the evidence gives '{found}' on the counterfactual too"
+    )
+
+
+def test_claims_that_are_not_measured_never_count_as_holds():
+    for claim in registry().values():
+        if claim.kind is not Kind.MEASURED:
+            assert claim.label != str(Verdict.HOLDS), claim.id
+
+
+def test_counterfactual_helpers_are_what_they_say():
+    # the wrap-around bug puts position 1000 exactly on position 0
+    assert float(wrapped_distances(torch.tensor([1000]))[0]) == 0.0
+    # reversed pairs: the first pair is now the slowest
+    slow = math.atan2(*reversed_pairs(2, 8)[1, :2].tolist())
+    assert 0 < slow < 0.01
