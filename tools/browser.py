@@ -179,11 +179,11 @@ class Chromium:
         deadline = time.monotonic() + self.timeout
         while not (port_file.is_file() and len(port_file.read_text().split()) >= 2):
             if self._process.poll() is not None:
-                stderr = log.read_text(errors="replace")
+                output = log.read_text(errors="replace")
                 self._cleanup()
                 raise RuntimeError(
                     f"{self.executable} exited with code {self._process.returncode} before "
-                    f"opening its DevTools port:\n{stderr[-2000:]}"
+                    f"opening its DevTools port:\n{output[-2000:]}"
                 )
             if time.monotonic() > deadline:
                 self._cleanup()
@@ -205,14 +205,19 @@ class Chromium:
         self._cleanup()
 
     def _cleanup(self) -> None:
+        """Close the browser (politely, then by signal), and remove its profile."""
+        closed = False
         if self._socket is not None:
             try:
-                self.send("Browser.close")
-            except Exception:  # the browser may already be gone
+                self.send("Browser.close", timeout=10)
+                closed = True
+            except Exception:  # the browser may already be gone, or hang
                 pass
             self._socket.close()
             self._socket = None
         if self._process is not None:
+            if not closed and self._process.poll() is None:
+                self._process.terminate()
             try:
                 self._process.wait(timeout=10)
             except subprocess.TimeoutExpired:
