@@ -111,6 +111,7 @@ BROKEN_PAGE = """<!doctype html>
 <img src="missing.png" alt="missing">
 <img src="https://example.invalid/remote.png" alt="remote">
 <script>console.error("deliberate console error")</script>
+<table><tr><td>{wide}</td></tr></table>
 </body></html>
 """
 
@@ -121,7 +122,7 @@ def test_the_page_check_sees_what_it_looks_for(
     """The check is not vacuous: a page with each kind of fault fails each way."""
     mathjax = (built_book / book.MATHJAX).as_uri()
     page = tmp_path / "broken.html"
-    page.write_text(BROKEN_PAGE.format(mathjax=mathjax), encoding="utf-8")
+    page.write_text(BROKEN_PAGE.format(mathjax=mathjax, wide="x" * 800), encoding="utf-8")
     visit = chrome.visit(page.as_uri(), book.PAGE_PROBE)
     problems = "\n".join(book.page_problems(visit, expect_math=True))
     for expected in (
@@ -132,6 +133,7 @@ def test_the_page_check_sees_what_it_looks_for(
         "image did not load: https://example.invalid/remote.png",
         "console: console.error: deliberate console error",
         "network: requested https://example.invalid/remote.png",
+        "table wider than the text column:",
     ):
         assert expected in problems, f"the check missed {expected!r}; it found:\n{problems}"
     assert visit.result["containers"] >= 3, visit.result

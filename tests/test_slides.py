@@ -92,12 +92,6 @@ def test_slides_render_offline_in_chromium_with_math_typeset(
     assert any(url.endswith("tex-chtml.js") for url in local), "MathJax not loaded from disk"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reveal.js's 'simple' theme CSS @imports two Google Fonts stylesheets "
-    "(fonts.googleapis.com: News Cycle, Lato); tools/slides.py copies the theme as is. "
-    "Fix there (a theme with local fonts, or strip the @import), then drop this mark.",
-)
 def test_slides_request_nothing_from_the_network(
     slides_in_chromium: browser.PageVisit,
 ) -> None:

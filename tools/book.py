@@ -252,8 +252,15 @@ PAGE_PROBE = r"""
   // MathML it keeps for screen readers that is an <mtext mathcolor="red">\macro</mtext>.
   const undefinedMacros = [...document.querySelectorAll("mjx-assistive-mml mtext")]
     .map(t => t.textContent).filter(t => /^\\[A-Za-z]+/.test(t));
+  // a table wider than the box it sits in is cut off at its edge (readers must scroll it)
+  const column = document.querySelector("article.bd-article") || document.body;
+  const wideTables = [...column.querySelectorAll("table")]
+    .filter(t => t.getBoundingClientRect().width > t.parentElement.clientWidth + 1)
+    .map(t => `${Math.round(t.getBoundingClientRect().width)} px > ${t.parentElement.clientWidth}`
+              + " px: " + t.innerText.replace(/\s+/g, " ").trim().slice(0, 50));
   return {
     mathjax: true,
+    wideTables,
     math: document.querySelectorAll(".math").length,
     containers: containers.length,
     untypeset: [...document.querySelectorAll(".math")]
@@ -283,6 +290,7 @@ def page_problems(visit: browser.PageVisit, expect_math: bool) -> list[str]:
     problems += [f"undefined TeX macro shown: {t!r}" for t in seen["undefinedMacros"]]
     problems += [f"raw TeX left in the text: {t!r}" for t in seen["raw"]]
     problems += [f"image did not load: {img['src']}" for img in seen["images"] if not img["width"]]
+    problems += [f"table wider than the text column: {t}" for t in seen.get("wideTables", [])]
     problems += [f"console: {e}" for e in visit.console_errors]
     problems += [f"network: requested {url}" for url in visit.remote_requests()]
     problems += [f"load: {f}" for f in visit.failed]

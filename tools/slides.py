@@ -71,6 +71,9 @@ def export(paths: list[Path], out: Path = SLIDES) -> list[Path]:
         template_name="book_reveal",
         extra_template_basedirs=[str(TEMPLATES)],
         reveal_url_prefix="reveal.js",
+        # "white" loads its font from reveal.js's own folder; nbconvert's default
+        # "simple" @imports two Google Fonts stylesheets, which offline slides cannot
+        reveal_theme="white",
     )
     written = []
     for path in paths:
