@@ -6,7 +6,10 @@
 #   make nbval [NB=notebooks/03_sinusoidal.ipynb]   the notebook regression tests (one chapter or all)
 #   make stress       nbval while a CPU-bound process occupies one core (outputs must not depend on load)
 #   make lab    open the chapters in JupyterLab
-#   make execute [NB=notebooks/01_symmetry.ipynb]   re-run chapters in place (stored outputs)
+#   make execute [NB=notebooks/01_symmetry.ipynb] [REFRESH=1]   re-run chapters in place (stored outputs;
+#                     unchanged outputs keep their bytes, timing cells their run unless REFRESH=1)
+#   make annotate     write every chapter's slide metadata by the rule (tools/slides.py)
+#   make git-nbdime   register nbdime's notebook-aware git diff and merge drivers in this clone
 #   make lock   re-resolve requirements/lock.txt from pyproject.toml's ranges
 #   make screenshot [PAGE="05_decay 08_alibi"]   render chapter pages in headless Chromium to screenshots/
 #   make slides       every chapter as offline reveal.js slides in build/slides/ (npm fetches reveal.js once)
@@ -24,7 +27,7 @@ export MKL_NUM_THREADS ?= 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: env book test lint unit nbval stress html-check lab execute lock screenshot slides clean
+.PHONY: env book test lint unit nbval stress html-check lab execute annotate git-nbdime lock screenshot slides clean
 
 env: $(STAMP)
 
@@ -80,7 +83,13 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
 
 execute: $(STAMP)
-	$(BIN)/python tools/execute_notebooks.py $(NB)
+	$(BIN)/python tools/execute_notebooks.py $(if $(REFRESH),--refresh) $(NB)
+
+annotate: $(STAMP)
+	$(BIN)/python tools/slides.py annotate $(NB)
+
+git-nbdime: $(STAMP)
+	$(BIN)/nbdime config-git --enable
 
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv

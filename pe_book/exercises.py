@@ -119,12 +119,22 @@ def check(
     cases: Iterable[Case],
     *,
     atol: float = 1e-5,
+    against: str = "pe_book",
 ) -> None:
     """Compare ``reader`` with ``reference`` (or each case's ``expected``) on every case.
 
     Prints that all cases agree, or that the reader's stub still raises
     NotImplementedError ("not attempted yet"); raises ExerciseMismatch on the
     first disagreement or on any other exception from the reader's code.
+
+    The book's ``check_*`` functions are built on it, and a course adds its own
+    exercise in a notebook cell with no package edit::
+
+        exercises.check("double", my_double, lambda x: 2 * x,
+                        [Case((3,), "x = 3"), Case((0.5,), "x = 0.5", expected=1.0)],
+                        against="the course's answer")
+
+    ``against`` names what the reader is compared with in the final message.
     """
     cases = list(cases)
     for index, case in enumerate(cases, start=1):
@@ -147,7 +157,7 @@ def check(
                 f"{name}: case {index} of {len(cases)} does not match: {problem}.\n"
                 f"input: {case.description}\nexpected: {_show(expected)}\ngot: {_show(got)}"
             )
-    print(f"{name}: all {len(cases)} cases agree with pe_book.")
+    print(f"{name}: all {len(cases)} cases agree with {against}.")
 
 
 # ---- chapter 01 -----------------------------------------------------------------

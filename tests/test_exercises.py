@@ -261,3 +261,19 @@ def test_chapter_11_checkers_accept_right_and_reject_wrong_answers(capsys):
         )
     with pytest.raises(exercises.ExerciseMismatch, match="a cheaper Shaw"):
         exercises.check_cheapest_keeper(lambda e, c, t: min(e, key=e.get))  # ignores t
+
+
+def test_a_course_adds_an_exercise_with_the_public_check_and_no_package_edit(capsys):
+    from pe_book.exercises import Case, ExerciseMismatch, check
+
+    cases = [Case((3,), "x = 3"), Case((0.5,), "x = 0.5", expected=1.0)]
+
+    def stub(x):
+        raise NotImplementedError
+
+    check("double", stub, lambda x: 2 * x, cases, against="the course's answer")
+    assert "double: not attempted yet." in capsys.readouterr().out
+    check("double", lambda x: x + x, lambda x: 2 * x, cases, against="the course's answer")
+    assert "all 2 cases agree with the course's answer" in capsys.readouterr().out
+    with pytest.raises(ExerciseMismatch, match="case 1 of 2 does not match"):
+        check("double", lambda x: x * 3, lambda x: 2 * x, cases)

@@ -14,6 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 MACHINE_PATH = re.compile(r"/root/|/tmp/|/home/|/Users/|site-packages/|/work/")
 CHAPTER_SECTIONS = ["## Claims checked", "## Exercises", "## Summary", "## References"]
+# The rules below are the book's; each failure names its rule, its limit, this file, and
+# the command that fixes it (always through the venv: `make ...`).
+MAX_CELL_LINES = 20  # a code cell is read in one glance (STYLE.md: about 15 lines)
+MAX_NOTEBOOK_KB = 260  # figures as palette PNGs at most 720 px wide, no widget state
+VALID_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # nbformat 4.5
 
 
 def load(path: Path) -> dict:
@@ -28,6 +33,44 @@ def test_every_chapter_is_in_the_table_of_contents():
     toc = yaml.safe_load((ROOT / "notebooks" / "_toc.yml").read_text())
     listed = {toc["root"]} | {c["file"] for part in toc["parts"] for c in part["chapters"]}
     assert listed == {p.stem for p in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_cell_ids_are_unique_and_well_formed(path):
+    """A merge that duplicates an id corrupts silently (nbformat only warns and renames)."""
+    ids = [cell.get("id") for cell in load(path)["cells"]]
+    bad = [i for i in ids if not isinstance(i, str) or not VALID_ID.match(i)]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    assert not bad and not duplicates, (
+        f"{path.name}: cell ids must be unique and match {VALID_ID.pattern} (nbformat 4.5);"
+        f" malformed {bad}, duplicated {duplicates}. `make execute NB=notebooks/{path.name}`"
+        " gives the later duplicate a new id (and keeps every other id)."
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_size_is_bounded(path):
+    size = path.stat().st_size / 1024
+    assert size <= MAX_NOTEBOOK_KB, (
+        f"{path.name} is {size:.0f} KB; the rule (MAX_NOTEBOOK_KB in tests/test_notebooks.py)"
+        f" is {MAX_NOTEBOOK_KB} KB. `make execute NB=notebooks/{path.name}` stores figures as"
+        " small palette PNGs and no widget state; otherwise draw fewer or smaller figures."
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_widget_state_is_stored(path):
+    nb = load(path)
+    views = [
+        text(cell)[:60]
+        for cell in nb["cells"]
+        for out in cell.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in out.get("data", {})
+    ]
+    assert "widgets" not in nb["metadata"] and not views, (
+        f"{path.name} stores widget state (it churns on every run); the static figure beside"
+        f" each slider stands in for it. Fix: `make execute NB=notebooks/{path.name}`."
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -90,21 +133,37 @@ def test_exercises_have_stub_checker_and_collapsed_solution(path):
     cells = load(path)["cells"]
     stubs = [i for i, c in enumerate(cells) if "raise NotImplementedError" in text(c)]
     assert len(stubs) >= 3, "at least three exercises per chapter"
+    checker = re.compile(r"exercises\.check(_\w+)?\(")  # a book checker or exercises.check
+    rule = (
+        "the exercise rule (tests/test_notebooks.py): a stub cell that raises"
+        " NotImplementedError and calls a checker (exercises.check_<name>(...), or"
+        " exercises.check(name, reader, reference, cases) for a course's own exercise),"
+        " then a solution cell tagged hide-input with source_hidden that calls it too"
+    )
     for i in stubs:
-        assert "exercises.check_" in text(cells[i]) or "exercises.check_" in text(cells[i + 1])
+        where = f"{path.name}, cell {i}: {text(cells[i])[:60]!r}"
+        assert checker.search(text(cells[i])), f"{where}: no checker call; {rule}"
         solution = cells[i + 1]
         assert "hide-input" in solution["metadata"].get("tags", []), (
-            "solution must be collapsed in HTML"
+            f"{where}: solution not collapsed in HTML; {rule}"
         )
-        assert solution["metadata"].get("jupyter", {}).get("source_hidden"), "and in JupyterLab"
-        assert "exercises.check_" in text(solution), "the solution is run through the checker"
+        assert solution["metadata"].get("jupyter", {}).get("source_hidden"), (
+            f"{where}: solution not collapsed in JupyterLab; {rule}"
+        )
+        assert checker.search(text(solution)), f"{where}: solution not checked; {rule}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_code_cells_stay_short(path):
     for cell in load(path)["cells"]:
-        if cell["cell_type"] == "code":
-            assert len(text(cell).splitlines()) <= 20, text(cell)[:120]
+        lines = len(text(cell).splitlines())
+        if cell["cell_type"] == "code" and lines > MAX_CELL_LINES:
+            pytest.fail(
+                f"{path.name}, cell id {cell.get('id')}: {lines} lines, over the"
+                f" {MAX_CELL_LINES}-line rule for code cells (MAX_CELL_LINES in"
+                " tests/test_notebooks.py; blank and comment lines count). Split the cell,"
+                f" or move a helper into pe_book. Starts: {text(cell)[:80]!r}"
+            )
 
 
 def sanitize(line: str) -> str:
@@ -136,7 +195,12 @@ def test_printed_lines_fit_the_html_page(path):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream":
                 for line in "".join(out["text"]).splitlines():
-                    assert len(line) <= 80, line
+                    assert len(line) <= 80, (
+                        f"{path.name}, cell id {cell.get('id')}: a printed line of {len(line)}"
+                        " characters, over the 80-column rule for printed output (the HTML"
+                        " book's output box; tests/test_notebooks.py). Wrap it (textwrap) or"
+                        f" print less: {line[:60]!r}"
+                    )
 
 
 def test_every_chapter_carries_slide_metadata_by_the_rule():

@@ -140,7 +140,11 @@ def main(argv: list[str]) -> int:
         nbformat.write(notebook, path)
         print(f"{path.name}: slide metadata written")
     if stale:
-        print("slide metadata out of date (run python tools/slides.py annotate):", *stale)
+        print(
+            "slide metadata out of date (rule: tools/slides.py, slide_type); fix with"
+            " `make annotate` (= .venv/bin/python tools/slides.py annotate):",
+            *stale,
+        )
         return 1
     return 0
 
