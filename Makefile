@@ -88,8 +88,12 @@ execute: $(STAMP)
 annotate: $(STAMP)
 	$(BIN)/python tools/slides.py annotate $(NB)
 
+# nbdime writes bare command names; point them at this venv so git finds them
+# without an activated environment.
 git-nbdime: $(STAMP)
 	$(BIN)/nbdime config-git --enable
+	git config diff.jupyternotebook.command "$(abspath $(BIN))/git-nbdiffdriver diff"
+	git config merge.jupyternotebook.driver "$(abspath $(BIN))/git-nbmergedriver merge %O %A %B %L %P"
 
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
