@@ -32,7 +32,11 @@ def text(cell: dict) -> str:
 def test_every_chapter_is_in_the_table_of_contents():
     toc = yaml.safe_load((ROOT / "notebooks" / "_toc.yml").read_text())
     listed = {toc["root"]} | {c["file"] for part in toc["parts"] for c in part["chapters"]}
-    assert listed == {p.stem for p in NOTEBOOKS}
+    assert listed == {p.stem for p in NOTEBOOKS}, (
+        "every chapter notebook must be listed in notebooks/_toc.yml (the book's table of"
+        f" contents), and nothing else: listed only {sorted(listed - {p.stem for p in NOTEBOOKS})},"
+        f" missing {sorted({p.stem for p in NOTEBOOKS} - listed)}"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -77,17 +81,32 @@ def test_no_widget_state_is_stored(path):
 def test_notebook_was_run_top_to_bottom_without_errors(path):
     cells = [c for c in load(path)["cells"] if c["cell_type"] == "code" and text(c).strip()]
     counts = [c["execution_count"] for c in cells]
-    assert counts == list(range(1, len(cells) + 1)), "re-run it in a fresh kernel (make execute)"
+    assert counts == list(range(1, len(cells) + 1)), (
+        f"{path.name}: execution counts {counts} are not 1, 2, 3, ...: the stored outputs"
+        " must come from one run, top to bottom, in a fresh kernel."
+        f" Fix: `make execute NB=notebooks/{path.name}`"
+    )
     for cell in cells:
         for out in cell["outputs"]:
-            assert out["output_type"] != "error", text(cell)[:200]
-            assert out.get("name") != "stderr", f"stderr output in: {text(cell)[:200]}"
+            where = f"{path.name}, cell id {cell.get('id')}"
+            assert out["output_type"] != "error", (
+                f"{where} stored an error: a chapter must run without one. {text(cell)[:120]!r}"
+            )
+            assert out.get("name") != "stderr", (
+                f"{where} printed to stderr, which nbval compares and a reader takes for"
+                " an error (a warning, a progress bar): silence it at its source."
+                f" {text(cell)[:120]!r}"
+            )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_no_machine_paths_in_sources_or_outputs(path):
     blob = path.read_text(encoding="utf-8")
-    assert not MACHINE_PATH.search(blob), MACHINE_PATH.search(blob).group(0)
+    found = MACHINE_PATH.search(blob)
+    assert not found, (
+        f"{path.name} holds a path of the machine that ran it ({found.group(0) if found else ''}):"
+        " print paths relative to the book, or let notebooks/nbval_sanitize.cfg mask them"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -97,7 +116,10 @@ def test_every_figure_cell_stored_its_figure(path):
         draws = "plt.show()" in text(cell) and "widgets.interact" not in text(cell)
         if cell["cell_type"] == "code" and draws:  # a slider's figure lives in the widget
             kinds = [k for out in cell["outputs"] for k in out.get("data", {})]
-            assert "image/png" in kinds, f"no figure stored for: {text(cell)[:120]}"
+            assert "image/png" in kinds, (
+                f"{path.name}, cell id {cell.get('id')}: calls plt.show() but stored no PNG (the"
+                " inline backend must be active; `make execute NB=...` stores it)"
+            )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -108,18 +130,28 @@ def test_figures_are_small_pngs(path):
             if png:
                 raw = base64.b64decode(png)
                 width, height = struct.unpack(">II", raw[16:24])
-                assert width <= 1000 and height <= 800, (width, height)
-                assert len(raw) < 150_000
+                assert width <= 1000 and height <= 800 and len(raw) < 150_000, (
+                    f"{path.name}, cell id {cell.get('id')}: a {width}x{height} PNG of"
+                    f" {len(raw):,} bytes; the rule (tests/test_notebooks.py) is at most"
+                    " 1000x800 and 150,000 bytes: `make execute` stores figures at most 720 px"
+                    " wide as palette PNGs; else draw a smaller figure (figsize, dpi <= 100)"
+                )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_chapter_shape(path):
     cells = load(path)["cells"]
-    assert cells[0]["cell_type"] == "markdown" and text(cells[0]).startswith("# ")
+    assert cells[0]["cell_type"] == "markdown" and text(cells[0]).startswith("# "), (
+        f"{path.name}: a chapter opens with a Markdown cell holding its '# ' title"
+        " (BOOK.md, chapter shape)"
+    )
     if path.stem == "00_preface":
         return
     markdown = "\n".join(text(c) for c in cells if c["cell_type"] == "markdown")
-    assert "**What you will learn**" in markdown and "**Prerequisites**" in markdown
+    assert "**What you will learn**" in markdown and "**Prerequisites**" in markdown, (
+        f"{path.name}: a chapter states **What you will learn** and **Prerequisites**"
+        " (BOOK.md, chapter shape)"
+    )
     positions = [markdown.find(section) for section in CHAPTER_SECTIONS]
     assert -1 not in positions and positions == sorted(positions), (
         "sections missing or out of order"
@@ -132,7 +164,10 @@ def test_chapter_shape(path):
 def test_exercises_have_stub_checker_and_collapsed_solution(path):
     cells = load(path)["cells"]
     stubs = [i for i, c in enumerate(cells) if "raise NotImplementedError" in text(c)]
-    assert len(stubs) >= 3, "at least three exercises per chapter"
+    assert len(stubs) >= 3, (
+        f"{path.name}: {len(stubs)} exercise stubs; the rule (tests/test_notebooks.py) is at"
+        " least three per chapter, each a cell that raises NotImplementedError"
+    )
     checker = re.compile(r"exercises\.check(_\w+)?\(")  # a book checker or exercises.check
     rule = (
         "the exercise rule (tests/test_notebooks.py): a stub cell that raises"
