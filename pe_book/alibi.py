@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import torch
 
-from pe_book._checks import check_int, check_tensor
+from pe_book._validate import validate_int, validate_tensor
 from pe_book.attention import attention
 
 __all__ = [
@@ -33,7 +33,7 @@ __all__ = [
     "alibi_reach",
     "alibi_slopes",
     "bias_only_weights",
-    "fused_available",
+    "flex_attention_available",
     "row_constant_bias",
 ]
 
@@ -49,7 +49,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     the n0 slopes of n0 heads, then 2^(-4 (2j+1) / n0) for j < n - n0 (the
     interleaved slopes of 2 n0 heads), as in the official ``get_slopes``.
     """
-    n_heads = check_int("n_heads", n_heads, minimum=1)
+    n_heads = validate_int("n_heads", n_heads, minimum=1)
     n0 = 2 ** math.floor(math.log2(n_heads))
     slopes = _power_of_two_slopes(n0)
     slopes += _power_of_two_slopes(2 * n0)[0::2][: n_heads - n0]
@@ -57,7 +57,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
 
 
 def _check_slopes(slopes: torch.Tensor) -> torch.Tensor:
-    check_tensor("slopes", slopes, ndim=1, floating=True)
+    validate_tensor("slopes", slopes, ndim=1, floating=True)
     if not bool(torch.isfinite(slopes).all()) or bool((slopes < 0).any()):
         raise ValueError("slopes must be finite and >= 0 (one per head)")
     return slopes
@@ -81,12 +81,12 @@ def alibi_bias(
     meant to be hidden by a causal mask (``alibi_attention`` applies one).
     causal=False: -s_h |m - n|, symmetric in the offset.
     """
-    q_len = check_int("q_len", q_len, minimum=1)
-    k_len = check_int("k_len", k_len, minimum=1)
+    q_len = validate_int("q_len", q_len, minimum=1)
+    k_len = validate_int("k_len", k_len, minimum=1)
     slopes = _check_slopes(slopes)
     if offset is None:
         offset = max(k_len - q_len, 0)
-    offset = check_int("offset", offset, minimum=0)
+    offset = validate_int("offset", offset, minimum=0)
     m = torch.arange(q_len, dtype=slopes.dtype)[:, None] + offset  # (q_len, 1)
     n = torch.arange(k_len, dtype=slopes.dtype)[None, :]  # (1, k_len)
     distance = m - n if causal else (m - n).abs()  # (q_len, k_len)
@@ -101,7 +101,7 @@ def row_constant_bias(k_len: int, slopes: torch.Tensor) -> torch.Tensor:
     the keys after the query are masked (causal attention); without a mask it
     rewards keys far *after* the query.
     """
-    k_len = check_int("k_len", k_len, minimum=1)
+    k_len = validate_int("k_len", k_len, minimum=1)
     slopes = _check_slopes(slopes)
     n = torch.arange(k_len, dtype=slopes.dtype)
     return (slopes[:, None] * n)[:, None, :]
@@ -133,12 +133,12 @@ def bias_only_weights(slopes: torch.Tensor, m: int) -> torch.Tensor:
     r = m - n (column r). Shape (n_heads, m + 1), float64. Chapter 8.
     """
     slopes = _check_slopes(slopes).double()
-    m = check_int("m", m, minimum=0)
+    m = validate_int("m", m, minimum=0)
     distance = torch.arange(m + 1, dtype=torch.float64)
     return torch.softmax(-slopes[:, None] * distance, dim=-1)
 
 
-def fused_available() -> bool:
+def flex_attention_available() -> bool:
     """True if PyTorch's FlexAttention (torch >= 2.5) can be imported here."""
     try:
         from torch.nn.attention import flex_attention  # noqa: F401
@@ -202,18 +202,18 @@ def alibi_attention(
     fused=True uses FlexAttention compiled with ``torch.compile`` (seconds of
     compilation per new shape, then cached): the bias is computed inside the
     kernel and no L × L tensor exists. Where FlexAttention cannot be imported,
-    fused=True falls back to the materialised path (``fused_available()`` says
+    fused=True falls back to the materialised path (``flex_attention_available()`` says
     which one runs).
     """
-    check_tensor("q", q, min_ndim=3, floating=True)
+    validate_tensor("q", q, min_ndim=3, floating=True)
     slopes = _check_slopes(slopes)
     if slopes.shape[0] != q.shape[-3]:
         raise ValueError(
             f"slopes must have one entry per head: q has {q.shape[-3]} heads (dim -3), "
             f"got {slopes.shape[0]} slopes"
         )
-    if fused and fused_available():
-        check_tensor("q", q, ndim=4, floating=True)
+    if fused and flex_attention_available():
+        validate_tensor("q", q, ndim=4, floating=True)
         if causal and q.shape[-2] > k.shape[-2]:
             raise ValueError(
                 f"q_len must be <= k_len when causal, got {q.shape[-2]} > {k.shape[-2]}"

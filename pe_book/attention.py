@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pe_book._checks import check_finite, check_int, check_tensor
+from pe_book._validate import validate_finite, validate_int, validate_tensor
 
 __all__ = [
     "MultiHeadSelfAttention",
@@ -41,13 +41,13 @@ def causal_mask(q_len: int, k_len: int, *, offset: int | None = None) -> torch.T
     keys, as in decoding with a KV cache (bottom-right alignment); for
     ``q_len == k_len`` it is the usual lower-triangular mask.
     """
-    q_len = check_int("q_len", q_len, minimum=1)
-    k_len = check_int("k_len", k_len, minimum=1)
+    q_len = validate_int("q_len", q_len, minimum=1)
+    k_len = validate_int("k_len", k_len, minimum=1)
     if q_len > k_len:
         raise ValueError(f"q_len must be <= k_len for a causal mask, got {q_len} > {k_len}")
     if offset is None:
         offset = k_len - q_len
-    offset = check_int("offset", offset, minimum=0)
+    offset = validate_int("offset", offset, minimum=0)
     if offset > k_len - q_len:
         raise ValueError(
             f"offset must be in [0, k_len - q_len] = [0, {k_len - q_len}], got {offset}"
@@ -58,15 +58,15 @@ def causal_mask(q_len: int, k_len: int, *, offset: int | None = None) -> torch.T
 
 
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor | None) -> None:
-    check_tensor("q", q, min_ndim=2, floating=True)
-    check_tensor("k", k, min_ndim=2, floating=True)
+    validate_tensor("q", q, min_ndim=2, floating=True)
+    validate_tensor("k", k, min_ndim=2, floating=True)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must share their last (feature) dimension, "
             f"got {q.shape[-1]} and {k.shape[-1]}"
         )
     if v is not None:
-        check_tensor("v", v, min_ndim=2, floating=True)
+        validate_tensor("v", v, min_ndim=2, floating=True)
         if v.shape[-2] != k.shape[-2]:
             raise ValueError(
                 f"k and v must have the same length (dim -2), got {k.shape[-2]} and {v.shape[-2]}"
@@ -81,8 +81,8 @@ def _additive_mask(
     """Bias plus causal mask as one float tensor broadcastable to (..., q_len, k_len)."""
     q_len, k_len = q.shape[-2], k.shape[-2]
     if bias is not None:
-        check_tensor("bias", bias, min_ndim=2, floating=True)
-        check_finite("bias", bias)
+        validate_tensor("bias", bias, min_ndim=2, floating=True)
+        validate_finite("bias", bias)
         try:
             torch.broadcast_shapes(bias.shape, (*q.shape[:-2], q_len, k_len))
         except RuntimeError:
@@ -172,8 +172,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     def __init__(self, dim: int, n_heads: int, *, qkv_bias: bool = False) -> None:
         super().__init__()
-        self.dim = check_int("dim", dim, minimum=1)
-        self.n_heads = check_int("n_heads", n_heads, minimum=1)
+        self.dim = validate_int("dim", dim, minimum=1)
+        self.n_heads = validate_int("n_heads", n_heads, minimum=1)
         if dim % n_heads:
             raise ValueError(f"dim must be divisible by n_heads, got dim={dim}, n_heads={n_heads}")
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)  # W_q | W_k | W_v stacked
@@ -181,7 +181,7 @@ class MultiHeadSelfAttention(nn.Module):
 
     def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
         """Project x to per-head q, k, v, each (batch, n_heads, seq, d_head)."""
-        check_tensor("x", x, ndim=(2, 3), floating=True)
+        validate_tensor("x", x, ndim=(2, 3), floating=True)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
         unbatched = x.ndim == 2

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 import torch
 import torch.nn.functional as F
 
-from pe_book._checks import check_choice
+from pe_book._validate import validate_choice
 from pe_book.rope import Rope
 
 __all__ = [
@@ -171,7 +171,7 @@ def rope_benchmark_in_processes(
     regime through glibc's environment variables (on other C libraries they are
     ignored and the regime is whatever the allocator does).
     """
-    check_choice("memory", memory, tuple(MEMORY_REGIMES))
+    validate_choice("memory", memory, tuple(MEMORY_REGIMES))
     environment = {**os.environ, **MEMORY_REGIMES[memory]}
     runs = []
     for _ in range(processes):

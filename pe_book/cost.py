@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from pe_book import data
-from pe_book._checks import check_int
+from pe_book._validate import validate_int
 from pe_book.bench import allocations_mib, time_round_robin
 from pe_book.model import POSITIONS, CharLM, ModelConfig
 from pe_book.seed import seed_everything
@@ -78,12 +78,12 @@ def cost_study(
     """Rows of (L, method) timings and memory; "none" must be among ``positions``."""
     if "none" not in positions:
         raise ValueError("positions must include 'none' (the baseline of every ratio)")
-    batch = check_int("batch", batch, minimum=1)
-    repeats = check_int("repeats", repeats, minimum=1)
+    batch = validate_int("batch", batch, minimum=1)
+    repeats = validate_int("repeats", repeats, minimum=1)
     rows = []
     threads_before = torch.get_num_threads()
     for seq_len in seq_lens:
-        seq_len = check_int("seq_len", seq_len, minimum=1)
+        seq_len = validate_int("seq_len", seq_len, minimum=1)
         seed_everything(0)
         torch.set_num_threads(threads)
         generator = torch.Generator().manual_seed(0)

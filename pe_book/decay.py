@@ -26,7 +26,7 @@ import math
 import mpmath
 import torch
 
-from pe_book._checks import check_positive_float, check_tensor
+from pe_book._validate import validate_positive_float, validate_tensor
 from pe_book.sinusoidal import frequencies
 
 __all__ = [
@@ -51,7 +51,7 @@ def _offsets(offsets: object) -> torch.Tensor:
         # Python numbers straight to float64: torch.as_tensor would make floats float32
         offsets = torch.tensor(offsets, dtype=torch.float64)
     tensor = offsets
-    check_tensor("offsets", tensor, ndim=1)
+    validate_tensor("offsets", tensor, ndim=1)
     if tensor.dtype == torch.bool or tensor.is_complex():
         raise TypeError(f"offsets must be real numbers, got dtype {tensor.dtype}")
     tensor = tensor.to(torch.float64)
@@ -67,7 +67,7 @@ def dot_profile(offsets: object, dim: int, base: float = 10000.0) -> torch.Tenso
 
 def profile_from_frequencies(offsets: object, theta: torch.Tensor) -> torch.Tensor:
     """mean_i cos(r θ_i) for any frequencies θ (e.g. after RoPE scaling, chapter 7); float64."""
-    check_tensor("theta", theta, ndim=1, floating=True)
+    validate_tensor("theta", theta, ndim=1, floating=True)
     r = _offsets(offsets)
     return torch.cos(r[:, None] * theta.to(torch.float64)[None, :]).mean(-1)  # (len(r),)
 
@@ -75,7 +75,7 @@ def profile_from_frequencies(offsets: object, theta: torch.Tensor) -> torch.Tens
 def integral_profile(offsets: object, base: float = 10000.0) -> torch.Tensor:
     """∫_0^1 cos(r b^(-t)) dt = (Ci(|r|) - Ci(|r|/b)) / ln b, and 1 at r = 0; float64. Chapter 5."""
     r = _offsets(offsets).abs()
-    base = check_positive_float("base", base, above=1.0)
+    base = validate_positive_float("base", base, above=1.0)
     log_base = math.log(base)
     values = [
         1.0 if x == 0 else float((mpmath.ci(x) - mpmath.ci(x / base)) / log_base)
@@ -91,7 +91,7 @@ def integral_reach(level: float, base: float = 10000.0) -> float | None:
     change of ρ∞(r) - level, then refines it by bisection with mpmath. None if
     the profile stays above ``level`` on that range. Chapter 5.
     """
-    base = check_positive_float("base", base, above=1.0)
+    base = validate_positive_float("base", base, above=1.0)
     log_base = mpmath.log(base)
 
     def excess(r: float) -> float:
@@ -117,7 +117,7 @@ def integral_by_quadrature(
     independent check of :func:`integral_profile` (chapter 5); float64.
     """
     r = _offsets(offsets).abs()
-    base = check_positive_float("base", base, above=1.0)
+    base = validate_positive_float("base", base, above=1.0)
     nodes, weights = (torch.tensor(v, dtype=torch.float64) for v in _gauss_legendre_8())
     results = []
     for x in r.tolist():
@@ -160,7 +160,7 @@ def rope_decay_bound(offsets: object, dim: int, base: float = 10000.0) -> torch.
 
 
 def _pairs_as_complex(x: torch.Tensor, name: str) -> torch.Tensor:
-    check_tensor(name, x, min_ndim=1, floating=True)
+    validate_tensor(name, x, min_ndim=1, floating=True)
     if x.shape[-1] % 2:
         raise ValueError(f"{name} must have an even last dimension, got {x.shape[-1]}")
     x = x.to(torch.float64)
@@ -202,7 +202,7 @@ def abel_bound(
 def first_offset_at_or_below(offsets: object, values: torch.Tensor, level: float) -> int | None:
     """The first offset whose value is <= level (offsets in increasing order), or None."""
     r = _offsets(offsets)
-    check_tensor("values", values, ndim=1)
+    validate_tensor("values", values, ndim=1)
     if values.shape != r.shape:
         raise ValueError(
             f"values must match offsets, got {tuple(values.shape)} and {tuple(r.shape)}"
@@ -216,7 +216,7 @@ def largest_rebound(values: torch.Tensor) -> tuple[float, int]:
 
     0 for a curve that never goes up again (monotone non-increasing).
     """
-    check_tensor("values", values, ndim=1)
+    validate_tensor("values", values, ndim=1)
     rise = values - torch.cummin(values, dim=0).values
     index = int(rise.argmax())
     return float(rise[index]), index

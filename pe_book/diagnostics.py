@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import torch
 
-from pe_book._checks import check_tensor
+from pe_book._validate import validate_tensor
 
 __all__ = ["toeplitz_deviation"]
 
 
 def toeplitz_deviation(scores: torch.Tensor) -> float:
     """max over diagonals r of (max - min of S[m, m - r]): 0 iff S[m, n] depends on m - n only."""
-    check_tensor("scores", scores, ndim=2)
+    validate_tensor("scores", scores, ndim=2)
     rows, cols = scores.shape
     spreads = [
         float(diagonal.max() - diagonal.min())

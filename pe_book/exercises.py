@@ -18,7 +18,17 @@ from typing import Any
 
 import torch
 
-from pe_book import alibi, decay, learned, relative, rope, sinusoidal, symmetry, taylor
+from pe_book import (
+    alibi,
+    decay,
+    learned,
+    relative,
+    rope,
+    rope_scaling,
+    sinusoidal,
+    symmetry,
+    taylor,
+)
 from pe_book import attention as attn
 
 __all__ = [
@@ -669,7 +679,7 @@ def check_ntk_frequencies(reader: Callable[[int, float, float], torch.Tensor]) -
     ]
 
     def reference(dim: int, base: float, factor: float) -> torch.Tensor:
-        return rope.inverse_frequencies(dim, base, rope.NTKScaling(factor))[0]
+        return rope_scaling.scaled_frequencies(dim, base, rope_scaling.NTKScaling(factor))[0]
 
     check(
         "ntk_frequencies",

@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from pe_book import data
 from pe_book.model import POSITIONS, CharLM, ModelConfig
-from pe_book.rope import DynamicNTKScaling, LinearScaling, Scaling, YaRNScaling
+from pe_book.rope_scaling import DynamicNTKScaling, LinearScaling, Scaling, YaRNScaling
 from pe_book.seed import seed_everything
 
 __all__ = [

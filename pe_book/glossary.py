@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+
+from pe_book._toml import read_data_toml
 
 __all__ = ["Term", "markdown_table", "terms"]
 
@@ -21,10 +21,9 @@ class Term:
 @cache
 def terms() -> tuple[Term, ...]:
     """Every glossary entry, sorted by the English term (case-insensitive)."""
-    text = resources.files("pe_book").joinpath("data/glossary.toml").read_text(encoding="utf-8")
     entries = [
         Term(t["english"], t["chinese"], tuple(t["sources"]), t["chapter"])
-        for t in tomllib.loads(text)["term"]
+        for t in read_data_toml("glossary.toml")["term"]
     ]
     return tuple(sorted(entries, key=lambda t: t.english.lower()))
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from pe_book._checks import check_int, check_tensor
+from pe_book._validate import validate_int, validate_tensor
 
 __all__ = [
     "MINILM_PACKAGE",
@@ -47,8 +47,8 @@ class LearnedPositions(nn.Module):
 
     def __init__(self, max_len: int, dim: int) -> None:
         super().__init__()
-        self.max_len = check_int("max_len", max_len, minimum=1)
-        self.dim = check_int("dim", dim, minimum=1)
+        self.max_len = validate_int("max_len", max_len, minimum=1)
+        self.dim = validate_int("dim", dim, minimum=1)
         self.table = nn.Embedding(max_len, dim)
 
     @property
@@ -57,8 +57,8 @@ class LearnedPositions(nn.Module):
 
     def positions(self, seq_len: int, offset: int = 0) -> torch.Tensor:
         """Rows offset .. offset + seq_len - 1 of the table, shape (seq_len, dim)."""
-        seq_len = check_int("seq_len", seq_len, minimum=0)
-        offset = check_int("offset", offset, minimum=0)
+        seq_len = validate_int("seq_len", seq_len, minimum=0)
+        offset = validate_int("offset", offset, minimum=0)
         last = offset + seq_len - 1
         if last >= self.max_len:
             raise ValueError(
@@ -69,7 +69,7 @@ class LearnedPositions(nn.Module):
         return self.table.weight[offset : offset + seq_len]
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        check_tensor("x", x, min_ndim=2, floating=True)
+        validate_tensor("x", x, min_ndim=2, floating=True)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
         return x + self.positions(x.shape[-2], offset).to(x.dtype)
@@ -114,7 +114,7 @@ def minilm_position_table_or_none() -> torch.Tensor | None:
 
 
 def _rows(table: torch.Tensor) -> torch.Tensor:
-    check_tensor("table", table, ndim=2, floating=True)
+    validate_tensor("table", table, ndim=2, floating=True)
     return table.to(torch.float64)
 
 

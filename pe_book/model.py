@@ -25,12 +25,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pe_book._checks import check_choice, check_int, check_tensor
+from pe_book._validate import validate_choice, validate_int, validate_tensor
 from pe_book.alibi import alibi_bias, alibi_slopes
 from pe_book.attention import attention, merge_heads, split_heads
 from pe_book.learned import LearnedPositions
 from pe_book.relative import ShawAttention, T5Bias
-from pe_book.rope import Rope, Scaling
+from pe_book.rope import Rope
+from pe_book.rope_scaling import Scaling
 from pe_book.sinusoidal import SinusoidalEncoding
 
 __all__ = ["POSITIONS", "CharLM", "ModelConfig"]
@@ -58,19 +59,19 @@ class ModelConfig:
     t5_max_distance: int = 128
 
     def __post_init__(self) -> None:
-        check_choice("position", self.position, POSITIONS)
-        check_int("vocab_size", self.vocab_size, minimum=1)
-        check_int("n_layers", self.n_layers, minimum=1)
-        check_int("n_heads", self.n_heads, minimum=1)
-        check_int("dim", self.dim, minimum=2)
+        validate_choice("position", self.position, POSITIONS)
+        validate_int("vocab_size", self.vocab_size, minimum=1)
+        validate_int("n_layers", self.n_layers, minimum=1)
+        validate_int("n_heads", self.n_heads, minimum=1)
+        validate_int("dim", self.dim, minimum=2)
         if self.dim % self.n_heads or (self.dim // self.n_heads) % 2:
             raise ValueError(
                 f"dim / n_heads must be an even integer (RoPE pairs), got dim={self.dim}, "
                 f"n_heads={self.n_heads}"
             )
-        check_int("train_len", self.train_len, minimum=1)
-        check_int("shaw_max_offset", self.shaw_max_offset, minimum=0)
-        check_int("t5_max_distance", self.t5_max_distance, minimum=1)
+        validate_int("train_len", self.train_len, minimum=1)
+        validate_int("shaw_max_offset", self.shaw_max_offset, minimum=0)
+        validate_int("t5_max_distance", self.t5_max_distance, minimum=1)
 
 
 class _Attention(nn.Module):
@@ -137,7 +138,7 @@ class CharLM(nn.Module):
         self.head = nn.Linear(config.dim, config.vocab_size)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        check_tensor("tokens", tokens, ndim=2)
+        validate_tensor("tokens", tokens, ndim=2)
         if tokens.dtype != torch.int64:
             raise TypeError(f"tokens must be int64 ids, got {tokens.dtype}")
         x = self.embed(tokens)  # (batch, L, dim)

@@ -6,10 +6,10 @@ number appears in an executed cell with the paper and table it comes from.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+
+from pe_book._toml import read_data_toml
 
 __all__ = ["PaperTable", "get"]
 
@@ -44,9 +44,8 @@ class PaperTable:
 
 @cache
 def _tables() -> dict[str, PaperTable]:
-    text = resources.files("pe_book").joinpath("data/papers.toml").read_text(encoding="utf-8")
     tables = {}
-    for entry in tomllib.loads(text)["table"]:
+    for entry in read_data_toml("papers.toml")["table"]:
         entry["variations"] = tuple(entry.get("variations", ()))
         entry["varied"] = tuple(entry.get("varied", ()))
         tables[entry["id"]] = PaperTable(**entry)

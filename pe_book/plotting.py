@@ -132,20 +132,20 @@ def plot_rope_scaling(
     Returns, per method, the ratio at the fastest pair, at the pair whose wavelength
     is closest to ``original_max_len``, and at the slowest pair.
     """
-    from pe_book import rope
+    from pe_book import rope_scaling
 
-    theta, _ = rope.inverse_frequencies(dim, base)
+    theta, _ = rope_scaling.scaled_frequencies(dim, base)
     wavelength = 2 * np.pi / theta
     methods = {
-        "Position Interpolation": rope.LinearScaling(factor),
-        "NTK-aware": rope.NTKScaling(factor),
-        "YaRN": rope.YaRNScaling(factor, original_max_len),
-        "Llama 3": rope.Llama3Scaling(factor, 1.0, 4.0, original_max_len),
+        "Position Interpolation": rope_scaling.LinearScaling(factor),
+        "NTK-aware": rope_scaling.NTKScaling(factor),
+        "YaRN": rope_scaling.YaRNScaling(factor, original_max_len),
+        "Llama 3": rope_scaling.Llama3Scaling(factor, 1.0, 4.0, original_max_len),
     }
     middle = int((wavelength - original_max_len).abs().argmin())
     ratios = {}
     for name, scaling in methods.items():
-        ratio = rope.inverse_frequencies(dim, base, scaling)[0] / theta
+        ratio = rope_scaling.scaled_frequencies(dim, base, scaling)[0] / theta
         ax.semilogx(wavelength.numpy(), ratio.numpy(), label=name)
         ratios[name] = (float(ratio[0]), float(ratio[middle]), float(ratio[-1]))
     ax.axvline(original_max_len, color="grey", lw=0.6, ls=":")

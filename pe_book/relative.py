@@ -24,7 +24,7 @@ import math
 import torch
 from torch import nn
 
-from pe_book._checks import check_int, check_tensor
+from pe_book._validate import validate_int, validate_tensor
 from pe_book.attention import attention_weights, merge_heads, split_heads
 
 __all__ = ["ShawAttention", "T5Bias", "relative_indices", "t5_bucket", "t5_bucket_ranges"]
@@ -37,9 +37,9 @@ def relative_indices(
 
     Positions are 1-D integer tensors; returns (len(queries), len(keys)), long. Chapter 6.
     """
-    max_offset = check_int("max_offset", max_offset, minimum=0)
+    max_offset = validate_int("max_offset", max_offset, minimum=0)
     for name, positions in (("query_positions", query_positions), ("key_positions", key_positions)):
-        check_tensor(name, positions, ndim=1)
+        validate_tensor(name, positions, ndim=1)
         if positions.is_floating_point():
             raise TypeError(f"{name} must be an integer tensor, got {positions.dtype}")
     offsets = query_positions[:, None] - key_positions[None, :]  # r = m - n
@@ -57,11 +57,11 @@ class ShawAttention(nn.Module):
 
     def __init__(self, dim: int, n_heads: int, max_offset: int, *, values: bool = True) -> None:
         super().__init__()
-        self.dim = check_int("dim", dim, minimum=1)
-        self.n_heads = check_int("n_heads", n_heads, minimum=1)
+        self.dim = validate_int("dim", dim, minimum=1)
+        self.n_heads = validate_int("n_heads", n_heads, minimum=1)
         if dim % n_heads:
             raise ValueError(f"dim must be divisible by n_heads, got dim={dim}, n_heads={n_heads}")
-        self.max_offset = check_int("max_offset", max_offset, minimum=0)
+        self.max_offset = validate_int("max_offset", max_offset, minimum=0)
         d_head = dim // n_heads
         self.qkv = nn.Linear(dim, 3 * dim, bias=False)
         self.out = nn.Linear(dim, dim, bias=False)
@@ -71,7 +71,7 @@ class ShawAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor | None = None, causal: bool = False
     ) -> torch.Tensor:
-        check_tensor("x", x, ndim=(2, 3), floating=True)
+        validate_tensor("x", x, ndim=(2, 3), floating=True)
         unbatched = x.ndim == 2
         if unbatched:
             x = x.unsqueeze(0)  # (1, L, dim)
@@ -95,8 +95,8 @@ class ShawAttention(nn.Module):
 
 
 def _check_buckets(num_buckets: int, max_distance: int, bidirectional: bool) -> tuple[int, int]:
-    num_buckets = check_int("num_buckets", num_buckets, minimum=2)
-    max_distance = check_int("max_distance", max_distance, minimum=1)
+    num_buckets = validate_int("num_buckets", num_buckets, minimum=2)
+    max_distance = validate_int("max_distance", max_distance, minimum=1)
     if bidirectional and num_buckets % 2:
         raise ValueError(f"num_buckets must be even in the bidirectional mode, got {num_buckets}")
     per_side = num_buckets // 2 if bidirectional else num_buckets
@@ -126,7 +126,7 @@ def t5_bucket(
     Causal: r < 0 maps to 0. The logarithm is taken in float32, as in T5 and
     ``transformers``, so bucket edges agree exactly. Chapter 6.
     """
-    check_tensor("offset", offset, min_ndim=0)
+    validate_tensor("offset", offset, min_ndim=0)
     if offset.is_floating_point():
         raise TypeError(f"offset must be an integer tensor, got {offset.dtype}")
     per_side, max_exact = _check_buckets(num_buckets, max_distance, bidirectional)
@@ -177,7 +177,7 @@ class T5Bias(nn.Module):
         max_distance: int = 128,
     ) -> None:
         super().__init__()
-        self.n_heads = check_int("n_heads", n_heads, minimum=1)
+        self.n_heads = validate_int("n_heads", n_heads, minimum=1)
         _check_buckets(num_buckets, max_distance, bidirectional)
         self.bidirectional, self.num_buckets, self.max_distance = (
             bidirectional,
@@ -187,8 +187,8 @@ class T5Bias(nn.Module):
         self.bias = nn.Embedding(num_buckets, n_heads)
 
     def forward(self, q_len: int, k_len: int) -> torch.Tensor:
-        q_len = check_int("q_len", q_len, minimum=1)
-        k_len = check_int("k_len", k_len, minimum=q_len)
+        q_len = validate_int("q_len", q_len, minimum=1)
+        k_len = validate_int("k_len", k_len, minimum=q_len)
         query = torch.arange(k_len - q_len, k_len)[:, None]  # m
         key = torch.arange(k_len)[None, :]  # n
         buckets = t5_bucket(query - key, self.bidirectional, self.num_buckets, self.max_distance)

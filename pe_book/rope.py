@@ -18,213 +18,42 @@ dtype; cos and sin are rounded once to float32 (bfloat16/float16 inputs are
 rotated in float32 and rounded back), which avoids the precision bugs of
 transformers PR #29285 and gpt-neox issue #1003.
 
-Context extension (``scaling=``), each a small dataclass documenting its paper:
-:class:`LinearScaling` (Position Interpolation), :class:`NTKScaling`,
-:class:`DynamicNTKScaling`, :class:`YaRNScaling`, :class:`Llama3Scaling`.
+Context extension (``scaling=``): the dataclasses of :mod:`pe_book.rope_scaling`
+(Position Interpolation, NTK, dynamic NTK, YaRN, Llama 3).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
-from pe_book._checks import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_positive_float,
-    check_tensor,
+from pe_book._validate import (
+    validate_bool,
+    validate_choice,
+    validate_int,
+    validate_positions,
+    validate_positive_float,
+    validate_tensor,
 )
 from pe_book.rope_kernel import can_fuse, rotate_half_fused
+from pe_book.rope_scaling import DynamicNTKScaling, Scaling, scaled_frequencies
+from pe_book.sinusoidal import LAYOUTS
 
 __all__ = [
-    "LAYOUTS",
-    "DynamicNTKScaling",
-    "LinearScaling",
-    "Llama3Scaling",
-    "NTKScaling",
     "Rope",
-    "YaRNScaling",
     "apply_rope",
-    "inverse_frequencies",
     "rope_angles",
     "rope_cos_sin",
 ]
-
-LAYOUTS = ("interleaved", "half")
-
-
-def _factor(value: float) -> float:
-    return check_positive_float("factor", value)
-
-
-@dataclass(frozen=True)
-class LinearScaling:
-    """Position Interpolation (Chen et al., 2023; kaiokendev): θ_i → θ_i / s.
-
-    Positions are squeezed by the factor s, so L·s positions span the angles that L did.
-    """
-
-    factor: float
-
-    def __post_init__(self) -> None:
-        _factor(self.factor)
-
-
-@dataclass(frozen=True)
-class NTKScaling:
-    """NTK-aware scaling (bloc97, 2023): a larger base, b → b · s^(d/(d-2)).
-
-    The slowest pair is slowed by exactly s, the fastest not at all.
-    """
-
-    factor: float
-
-    def __post_init__(self) -> None:
-        _factor(self.factor)
-
-
-@dataclass(frozen=True)
-class DynamicNTKScaling:
-    """Dynamic NTK (emozilla, 2023): NTK scaling whose factor grows with the current length L.
-
-    b → b · ((s · L / L_orig) - (s - 1))^(d/(d-2)) once L > L_orig; unchanged before.
-    """
-
-    factor: float
-    original_max_len: int
-
-    def __post_init__(self) -> None:
-        _factor(self.factor)
-        check_int("original_max_len", self.original_max_len, minimum=1)
-
-
-@dataclass(frozen=True)
-class YaRNScaling:
-    """YaRN (Peng et al., 2023): interpolate slow pairs, keep fast ones, ramp in between.
-
-    With r_i = L_orig / λ_i the number of turns pair i makes over the original length,
-    pairs with r_i > β_fast keep θ_i, pairs with r_i < β_slow get θ_i / s, and a linear
-    ramp (in the pair index, between the corrected boundaries) blends the two. Scores
-    are scaled by the attention factor (0.1 ln s + 1)², applied as 0.1 ln s + 1 to cos
-    and sin of both q and k.
-    """
-
-    factor: float
-    original_max_len: int
-    beta_fast: float = 32.0
-    beta_slow: float = 1.0
-
-    def __post_init__(self) -> None:
-        _factor(self.factor)
-        check_int("original_max_len", self.original_max_len, minimum=1)
-
-    @property
-    def attention_factor(self) -> float:
-        return 1.0 if self.factor <= 1 else 0.1 * math.log(self.factor) + 1.0
-
-
-@dataclass(frozen=True)
-class Llama3Scaling:
-    """Llama 3.1's frequency-dependent scaling (Meta, 2024).
-
-    Pairs with wavelength < L_orig / high_freq_factor keep θ_i; pairs with wavelength
-    > L_orig / low_freq_factor get θ_i / s; in between, a smooth blend in
-    L_orig / λ_i. Defaults are Llama 3.1's: s = 8, 1, 4, L_orig = 8192.
-    """
-
-    factor: float = 8.0
-    low_freq_factor: float = 1.0
-    high_freq_factor: float = 4.0
-    original_max_len: int = 8192
-
-    def __post_init__(self) -> None:
-        _factor(self.factor)
-        check_int("original_max_len", self.original_max_len, minimum=1)
-        if not self.high_freq_factor > self.low_freq_factor > 0:
-            raise ValueError(
-                "need high_freq_factor > low_freq_factor > 0, got "
-                f"{self.high_freq_factor} and {self.low_freq_factor}"
-            )
-
-
-Scaling = LinearScaling | NTKScaling | DynamicNTKScaling | YaRNScaling | Llama3Scaling
-
-
-def _yarn_ramp(dim: int, base: float, scaling: YaRNScaling) -> torch.Tensor:
-    """Weight of the *unscaled* frequency for each pair (1: keep θ_i, 0: θ_i / s)."""
-
-    def correction_dim(turns: float) -> float:  # pair index where L_orig / λ = turns
-        return (
-            dim * math.log(scaling.original_max_len / (turns * 2 * math.pi)) / (2 * math.log(base))
-        )
-
-    low = max(math.floor(correction_dim(scaling.beta_fast)), 0)
-    high = min(math.ceil(correction_dim(scaling.beta_slow)), dim - 1)
-    if low == high:
-        high += 0.001
-    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
-    return 1 - ramp
-
-
-def inverse_frequencies(
-    dim: int, base: float = 10000.0, scaling: Scaling | None = None, *, seq_len: int | None = None
-) -> tuple[torch.Tensor, float]:
-    """(θ_i for i < d/2, attention factor) after the optional context-extension ``scaling``.
-
-    float64 frequencies; ``seq_len`` (the current length) matters for DynamicNTKScaling only.
-    """
-    dim = check_int("dim", dim, minimum=2, even=True)
-    base = check_positive_float("base", base, above=1.0)
-    exponents = torch.arange(0, dim, 2, dtype=torch.float64) / dim  # 2i/d
-    theta = base ** (-exponents)
-    if scaling is None:
-        return theta, 1.0
-    if isinstance(scaling, LinearScaling):
-        return theta / scaling.factor, 1.0
-    if isinstance(scaling, NTKScaling):
-        return (base * scaling.factor ** (dim / (dim - 2))) ** (-exponents), 1.0
-    if isinstance(scaling, DynamicNTKScaling):
-        length = max(seq_len or scaling.original_max_len, scaling.original_max_len)
-        grown = scaling.factor * length / scaling.original_max_len - (scaling.factor - 1)
-        return (base * grown ** (dim / (dim - 2))) ** (-exponents), 1.0
-    if isinstance(scaling, YaRNScaling):
-        keep = _yarn_ramp(dim, base, scaling)
-        return theta * keep + theta / scaling.factor * (1 - keep), scaling.attention_factor
-    if isinstance(scaling, Llama3Scaling):
-        wavelength = 2 * math.pi / theta
-        ratio = scaling.original_max_len / wavelength  # turns over the original length
-        smooth = (ratio - scaling.low_freq_factor) / (
-            scaling.high_freq_factor - scaling.low_freq_factor
-        )
-        scaled = torch.where(smooth <= 0, theta / scaling.factor, theta)  # slow: divide
-        blended = (1 - smooth) * theta / scaling.factor + smooth * theta
-        medium = (smooth > 0) & (smooth < 1)
-        return torch.where(medium, blended, scaled), 1.0
-    raise TypeError(
-        f"scaling must be one of {Scaling.__args__} or None, got {type(scaling).__name__}"
-    )
-
-
-def _positions(positions: torch.Tensor | int) -> torch.Tensor:
-    if isinstance(positions, int) and not isinstance(positions, bool):
-        return torch.arange(check_int("seq_len", positions, minimum=0))
-    check_tensor("positions", positions, ndim=1)
-    if positions.is_floating_point() or positions.dtype == torch.bool:
-        raise TypeError(f"positions must be an integer tensor, got {positions.dtype}")
-    return positions
 
 
 def rope_angles(
     positions: torch.Tensor | int, dim: int, base: float = 10000.0, scaling: Scaling | None = None
 ) -> torch.Tensor:
     """m θ_i for each position m (integer tensor, or a length L for 0..L-1): float64, (L, d/2)."""
-    m = _positions(positions)
+    m = validate_positions(positions)
     seq_len = int(m.max()) + 1 if m.numel() else 0
-    theta, _ = inverse_frequencies(dim, base, scaling, seq_len=seq_len)
+    theta, _ = scaled_frequencies(dim, base, scaling, seq_len=seq_len)
     return m.to(torch.float64)[:, None] * theta[None, :]
 
 
@@ -242,9 +71,9 @@ def rope_cos_sin(
     """
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
-    m = _positions(positions)
+    m = validate_positions(positions)
     seq_len = int(m.max()) + 1 if m.numel() else 0
-    _, attention_factor = inverse_frequencies(dim, base, scaling, seq_len=seq_len)
+    _, attention_factor = scaled_frequencies(dim, base, scaling, seq_len=seq_len)
     angles = rope_angles(m, dim, base, scaling)
     return (
         (torch.cos(angles) * attention_factor).to(dtype),
@@ -301,19 +130,19 @@ def apply_rope(
     ``fused=False`` keeps the half layout on the plain PyTorch path instead of the C
     loop of :mod:`pe_book.rope_kernel` (same numbers to rounding; for comparison).
     """
-    check_tensor("x", x, min_ndim=2, floating=True)
-    layout = check_choice("layout", layout, LAYOUTS)
-    check_int("dim", x.shape[-1], minimum=2, even=True)
+    validate_tensor("x", x, min_ndim=2, floating=True)
+    layout = validate_choice("layout", layout, LAYOUTS)
+    validate_int("dim", x.shape[-1], minimum=2, even=True)
     if positions is None:
         positions = torch.arange(x.shape[-2])
-    positions = _positions(positions)
+    positions = validate_positions(positions)
     if positions.shape[0] != x.shape[-2]:
         raise ValueError(
             f"positions must have one entry per row of x: {x.shape[-2]}, got {positions.shape[0]}"
         )
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     cos, sin = rope_cos_sin(positions, x.shape[-1], base, scaling, dtype=work)
-    return _rotate(x, cos.to(x.device), sin.to(x.device), layout, check_bool("fused", fused))
+    return _rotate(x, cos.to(x.device), sin.to(x.device), layout, validate_bool("fused", fused))
 
 
 class Rope(nn.Module):
@@ -341,13 +170,13 @@ class Rope(nn.Module):
         fused: bool = True,
     ) -> None:
         super().__init__()
-        self.fused = check_bool("fused", fused)
-        self.dim = check_int("dim", dim, minimum=2, even=True)
-        self.base = check_positive_float("base", base, above=1.0)
-        self.layout = check_choice("layout", layout, LAYOUTS)
+        self.fused = validate_bool("fused", fused)
+        self.dim = validate_int("dim", dim, minimum=2, even=True)
+        self.base = validate_positive_float("base", base, above=1.0)
+        self.layout = validate_choice("layout", layout, LAYOUTS)
         self.scaling = scaling
-        inverse_frequencies(dim, base, scaling)  # validates the scaling
-        self._length = check_int("max_len", max_len, minimum=1)
+        scaled_frequencies(dim, base, scaling)  # validates the scaling
+        self._length = validate_int("max_len", max_len, minimum=1)
         for name, value in self._tables(self._length).items():
             self.register_buffer(name, value, persistent=False)
 
@@ -378,10 +207,10 @@ class Rope(nn.Module):
                 setattr(self, name, value.to(self.cos.device))
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        check_tensor("x", x, min_ndim=2, floating=True)
+        validate_tensor("x", x, min_ndim=2, floating=True)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
-        offset = check_int("offset", offset, minimum=0)
+        offset = validate_int("offset", offset, minimum=0)
         end = offset + x.shape[-2]
         self._ensure(end)
         cos, sin = (self.cos64, self.sin64) if x.dtype == torch.float64 else (self.cos, self.sin)

@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import torch
 
-from pe_book._checks import check_tensor
+from pe_book._validate import validate_tensor
 
 try:  # built by `pip install -e .` (setup.py); absent only if the build was skipped
     from pe_book import _rope_kernel
 except ImportError:  # pragma: no cover - exercised by the fallback tests via monkeypatch
     _rope_kernel = None
 
-__all__ = ["can_fuse", "fused_available", "rotate_half_fused"]
+__all__ = ["can_fuse", "loop_built", "rotate_half_fused"]
 
 
-def fused_available() -> bool:
+def loop_built() -> bool:
     """True when the compiled loop was built with the package."""
     return _rope_kernel is not None
 
@@ -113,7 +113,7 @@ def rotate_half_fused(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> 
 
     Same result as the plain three-pass path to rounding; check :func:`can_fuse` first.
     """
-    check_tensor("x", x, min_ndim=2, floating=True)
+    validate_tensor("x", x, min_ndim=2, floating=True)
     if not _shapes_fit(x, cos, sin):
         raise ValueError(
             f"x must have an even last dimension d and cos, sin must be (L, d/2); got x "

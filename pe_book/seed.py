@@ -13,7 +13,7 @@ import random
 import numpy as np
 import torch
 
-from pe_book._checks import check_int
+from pe_book._validate import validate_int
 
 __all__ = ["seed_everything"]
 
@@ -25,8 +25,8 @@ def seed_everything(seed: int = 0, *, threads: int = 1) -> torch.Generator:
     own stream. Deterministic algorithms are switched on, so an operation with
     no deterministic kernel raises instead of varying silently.
     """
-    seed = check_int("seed", seed, minimum=0)
-    threads = check_int("threads", threads, minimum=1)
+    seed = validate_int("seed", seed, minimum=0)
+    threads = validate_int("threads", threads, minimum=1)
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 - legacy global generator, seeded for third-party code
     torch.manual_seed(seed)

@@ -30,7 +30,13 @@ import math
 import torch
 from torch import nn
 
-from pe_book._checks import check_choice, check_int, check_positive_float, check_tensor
+from pe_book._validate import (
+    validate_choice,
+    validate_int,
+    validate_positions,
+    validate_positive_float,
+    validate_tensor,
+)
 
 __all__ = [
     "LAYOUTS",
@@ -50,8 +56,8 @@ LAYOUTS = ("interleaved", "half")
 
 def frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
     """θ_i = base^(-2i/d) for i = 0, ..., d/2 - 1; float64, shape (dim/2,). Chapter 3."""
-    dim = check_int("dim", dim, minimum=2, even=True)
-    base = check_positive_float("base", base, above=1.0)
+    dim = validate_int("dim", dim, minimum=2, even=True)
+    base = validate_positive_float("base", base, above=1.0)
     exponents = torch.arange(0, dim, 2, dtype=torch.float64) / dim  # 2i/d
     return base ** (-exponents)
 
@@ -61,26 +67,13 @@ def wavelengths(dim: int, base: float = 10000.0) -> torch.Tensor:
     return 2 * math.pi / frequencies(dim, base)
 
 
-def _positions(positions: int | torch.Tensor) -> torch.Tensor:
-    if isinstance(positions, torch.Tensor):
-        check_tensor("positions", positions, ndim=1)
-        if positions.is_floating_point() or positions.dtype == torch.bool:
-            raise TypeError(
-                f"positions must be an integer tensor (positions are counted, not measured), "
-                f"got dtype {positions.dtype}"
-            )
-        return positions.to(torch.float64)
-    seq_len = check_int("seq_len", positions, minimum=0)
-    return torch.arange(seq_len, dtype=torch.float64)
-
-
 def position_angles(positions: int | torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
     """The angles m θ_i, float64, shape (len(positions), dim/2).
 
     ``positions`` is either a length L (positions 0..L-1) or a 1-D integer tensor.
     Integers up to 2^53 are exact in float64, so m θ_i is rounded once. Chapter 3.
     """
-    m = _positions(positions)
+    m = validate_positions(positions).to(torch.float64)
     return m[:, None] * frequencies(dim, base)[None, :]  # (L, dim/2)
 
 
@@ -90,7 +83,7 @@ def layout_permutation(dim: int) -> list[int]:
     ``sinusoidal_table(..., layout="half") == sinusoidal_table(..., layout="interleaved")[:, perm]``
     with perm = [0, 2, 4, ..., d-2, 1, 3, ..., d-1]: first every sine, then every cosine.
     """
-    dim = check_int("dim", dim, minimum=2, even=True)
+    dim = validate_int("dim", dim, minimum=2, even=True)
     return list(range(0, dim, 2)) + list(range(1, dim, 2))
 
 
@@ -109,7 +102,7 @@ def sinusoidal_table(
     ``seq_len`` may also be a 1-D integer tensor of positions. Computed in float64,
     rounded once to ``dtype``. Chapter 3.
     """
-    layout = check_choice("layout", layout, LAYOUTS)
+    layout = validate_choice("layout", layout, LAYOUTS)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
     angles = position_angles(seq_len, dim, base)  # (L, dim/2), float64
@@ -128,7 +121,7 @@ def shift_matrix(offset: int, dim: int, base: float = 10000.0) -> torch.Tensor:
     in the (sin, cos) order of the pair this turns the point by -kθ_i. M_k depends on
     k only, and it is orthogonal. Chapter 4.
     """
-    offset = check_int("offset", offset)
+    offset = validate_int("offset", offset)
     angle = offset * frequencies(dim, base)  # (dim/2,)
     cos, sin = torch.cos(angle), torch.sin(angle)
     blocks = torch.stack((torch.stack((cos, sin), -1), torch.stack((-sin, cos), -1)), -2)
@@ -141,7 +134,11 @@ def offset_distances(offsets: torch.Tensor, dim: int, base: float = 10000.0) -> 
     ‖PE(m + r) − PE(m)‖² = Σ_i 2 − 2 cos(r θ_i) = 4 Σ_i sin²(r θ_i / 2), computed in the
     sin² form, which keeps its accuracy when the distance is small. Chapter 3.
     """
-    r = _positions(offsets) if isinstance(offsets, torch.Tensor) else _positions(int(offsets))
+    r = (
+        validate_positions(offsets)
+        if isinstance(offsets, torch.Tensor)
+        else validate_positions(int(offsets))
+    ).to(torch.float64)
     half_angles = r[:, None] * frequencies(dim, base)[None, :] / 2  # (len, dim/2)
     return 2 * torch.sin(half_angles).pow(2).sum(-1).sqrt()
 
@@ -169,10 +166,10 @@ def departures_from_paper(
     (raise it to the rounding step when auditing a low-precision table).
     Chapter 3 runs it on the exhibits of ``pe_book.exhibits``.
     """
-    atol = check_positive_float("atol", atol)
-    layout = check_choice("layout", layout, LAYOUTS)
+    atol = validate_positive_float("atol", atol)
+    layout = validate_choice("layout", layout, LAYOUTS)
     table = torch.as_tensor(table, dtype=torch.float64)
-    check_tensor("table", table, ndim=2)
+    validate_tensor("table", table, ndim=2)
     seq_len, dim = table.shape
     if dim % 2 or seq_len < 2:
         raise ValueError(
@@ -227,10 +224,10 @@ class SinusoidalEncoding(nn.Module):
         dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
-        self.dim = check_int("dim", dim, minimum=2, even=True)
-        self.base = check_positive_float("base", base, above=1.0)
-        self.layout = check_choice("layout", layout, LAYOUTS)
-        max_len = check_int("max_len", max_len, minimum=1)
+        self.dim = validate_int("dim", dim, minimum=2, even=True)
+        self.base = validate_positive_float("base", base, above=1.0)
+        self.layout = validate_choice("layout", layout, LAYOUTS)
+        max_len = validate_int("max_len", max_len, minimum=1)
         self.register_buffer("table", self._build(max_len, dtype), persistent=False)
 
     def _build(self, length: int, dtype: torch.dtype) -> torch.Tensor:
@@ -244,13 +241,13 @@ class SinusoidalEncoding(nn.Module):
 
     def positions(self, seq_len: int, offset: int = 0) -> torch.Tensor:
         """Rows offset .. offset + seq_len - 1 of the table, shape (seq_len, dim)."""
-        seq_len = check_int("seq_len", seq_len, minimum=0)
-        offset = check_int("offset", offset, minimum=0)
+        seq_len = validate_int("seq_len", seq_len, minimum=0)
+        offset = validate_int("offset", offset, minimum=0)
         self._ensure(offset + seq_len)
         return self.table[offset : offset + seq_len]
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        check_tensor("x", x, min_ndim=2, floating=True)
+        validate_tensor("x", x, min_ndim=2, floating=True)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
         return x + self.positions(x.shape[-2], offset).to(x.dtype)

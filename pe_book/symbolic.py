@@ -2,7 +2,7 @@
 
 A proof cell states an identity for symbolic positions, frequencies and
 dimensions, then calls :func:`prove`, which simplifies ``lhs - rhs`` and
-asserts that it is exactly zero. :func:`check_against` then ties the symbolic
+asserts that it is exactly zero. :func:`compare_with_code` then ties the symbolic
 side to the numeric code in ``pe_book`` (lambdify, evaluate both on random
 inputs, compare), so a bug in the package breaks the proof cell too.
 """
@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import sympy as sp
 
-from pe_book._checks import check_int
+from pe_book._validate import validate_int
 
 __all__ = [
-    "check_against",
+    "compare_with_code",
     "generic_polynomial",
     "identity_holds",
     "matrix",
@@ -38,14 +38,14 @@ Expr = sp.Expr | sp.MatrixBase
 
 def vector(name: str, n: int, **assumptions: bool) -> sp.Matrix:
     """Column vector (n × 1) of fresh symbols ``name_0 … name_{n-1}``."""
-    n = check_int("n", n, minimum=1)
+    n = validate_int("n", n, minimum=1)
     return sp.Matrix(n, 1, sp.symbols(f"{name}_0:{n}", **assumptions))
 
 
 def matrix(name: str, rows: int, cols: int, **assumptions: bool) -> sp.Matrix:
     """Matrix (rows × cols) of fresh symbols ``name_{ij}`` (row i, column j)."""
-    rows = check_int("rows", rows, minimum=1)
-    cols = check_int("cols", cols, minimum=1)
+    rows = validate_int("rows", rows, minimum=1)
+    cols = validate_int("cols", cols, minimum=1)
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i}{j}", **assumptions))
 
 
@@ -165,7 +165,7 @@ def generic_polynomial(variables: list[sp.Symbol], degree: int, name: str = "c")
     A stand-in for "any polynomial": an identity that holds for it holds for
     every polynomial of that degree. Chapter 2 uses the cubic.
     """
-    degree = check_int("degree", degree, minimum=0)
+    degree = validate_int("degree", degree, minimum=0)
     monomials = [
         sp.Mul(*combo)
         for k in range(degree + 1)
@@ -204,7 +204,7 @@ def _flat_symbols(item: sp.Symbol | sp.MatrixBase) -> list[sp.Symbol]:
     return list(item) if isinstance(item, sp.MatrixBase) else [item]
 
 
-def check_against(
+def compare_with_code(
     expr: Expr,
     numeric: Callable[..., object],
     inputs: Sequence[sp.Symbol | sp.MatrixBase],
@@ -226,7 +226,7 @@ def check_against(
     raises AssertionError if it exceeds ``atol``. This is a numeric check of
     the code against the proven formula, not a proof.
     """
-    trials = check_int("trials", trials, minimum=1)
+    trials = validate_int("trials", trials, minimum=1)
     flat = [s for item in inputs for s in _flat_symbols(item)]
     free = sp.sympify(expr).free_symbols
     missing = free - set(flat)

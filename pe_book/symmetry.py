@@ -15,19 +15,19 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from pe_book._checks import check_int, check_tensor
+from pe_book._validate import validate_int, validate_tensor
 from pe_book.attention import attention
 
 __all__ = [
     "bos_share",
-    "check_permutation",
     "equivariance_gap",
     "invariance_gap",
     "permutation_matrix",
+    "validate_permutation",
 ]
 
 
-def check_permutation(perm: Sequence[int] | torch.Tensor, n: int | None = None) -> list[int]:
+def validate_permutation(perm: Sequence[int] | torch.Tensor, n: int | None = None) -> list[int]:
     """Return ``perm`` as a list after checking it is a permutation of 0..n-1."""
     if isinstance(perm, torch.Tensor):
         perm = perm.tolist()
@@ -46,7 +46,7 @@ def permutation_matrix(
     perm: Sequence[int] | torch.Tensor, *, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
     """The n × n matrix P with ``P @ X == X[perm]``: row i of P is the unit vector e_{perm[i]}."""
-    values = check_permutation(perm)
+    values = validate_permutation(perm)
     size = len(values)
     eye = torch.eye(size, dtype=dtype)
     return eye[values]  # (n, n): row i = e_{perm[i]}
@@ -55,7 +55,7 @@ def permutation_matrix(
 def _orders(x: torch.Tensor, perm: Sequence[int] | None) -> list[list[int]]:
     n_tokens = x.shape[-2]
     if perm is not None:
-        return [check_permutation(perm, n_tokens)]
+        return [validate_permutation(perm, n_tokens)]
     if n_tokens > 8:
         raise ValueError(
             f"perm=None tries all orders; that is too many for {n_tokens} tokens (max 8)"
@@ -74,7 +74,7 @@ def equivariance_gap(
     8 tokens, 40,320 orders). 0 up to rounding means the layer is equivariant:
     reordering the input only reorders the output.
     """
-    check_tensor("x", x, min_ndim=2, floating=True)
+    validate_tensor("x", x, min_ndim=2, floating=True)
     reference = layer(x)
     return max(
         float((layer(x[..., order, :]) - reference[..., order, :]).abs().max())
@@ -92,7 +92,7 @@ def invariance_gap(
     With ``perm=None`` the maximum is over all orders of the tokens (at most 8).
     0 up to rounding means the read-out cannot tell the orders apart.
     """
-    check_tensor("x", x, min_ndim=2, floating=True)
+    validate_tensor("x", x, min_ndim=2, floating=True)
     reference = readout(x)
     return max(
         float((readout(x[..., order, :]) - reference).abs().max()) for order in _orders(x, perm)
@@ -109,7 +109,7 @@ def bos_share(seq_len: int, *, causal: bool = True) -> torch.Tensor:
     1 / seq_len for every m without it. Shape (seq_len,), float64.
     A causal mask alone therefore lets a position-free layer count. Chapter 01.
     """
-    seq_len = check_int("seq_len", seq_len, minimum=1)
+    seq_len = validate_int("seq_len", seq_len, minimum=1)
     x = torch.zeros(seq_len, 2, dtype=torch.float64)  # (seq_len, 2): one token per row
     x[0, 0] = 1.0  # BOS = e_0 at m = 0
     x[1:, 1] = 1.0  # every later token is e_1

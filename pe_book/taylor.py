@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 from torch.autograd.functional import hessian, jacobian
 
-from pe_book._checks import check_int, check_tensor
+from pe_book._validate import validate_int, validate_tensor
 from pe_book.attention import attention
 
 __all__ = ["TERM_NAMES", "attention_readout", "circle_solution", "taylor_terms"]
@@ -69,7 +69,7 @@ def taylor_terms(
     approximation. Chapter 2.
     """
     for name, value in (("x_m", x_m), ("x_n", x_n), ("p_m", p_m), ("p_n", p_n)):
-        check_tensor(name, value, ndim=1, floating=True)
+        validate_tensor(name, value, ndim=1, floating=True)
     if not (x_m.shape == x_n.shape == p_m.shape == p_n.shape):
         raise ValueError("x_m, x_n, p_m and p_n must have the same shape (d,)")
     d = x_m.shape[0]
@@ -99,6 +99,6 @@ def circle_solution(seq_len: int, theta: float) -> torch.Tensor:
     The solution of p_m·p_n = g(m - n) in two dimensions, derived in chapter 2;
     its dot products are cos((m - n)θ).
     """
-    seq_len = check_int("seq_len", seq_len, minimum=0)
+    seq_len = validate_int("seq_len", seq_len, minimum=0)
     angle = torch.arange(seq_len, dtype=torch.float64) * float(theta)
     return torch.view_as_real(torch.polar(torch.ones_like(angle), angle))  # (L, 2)

@@ -12,7 +12,7 @@ from pe_book.alibi import (
     alibi_bias,
     alibi_reach,
     alibi_slopes,
-    fused_available,
+    flex_attention_available,
     row_constant_bias,
 )
 from pe_book.attention import attention
@@ -151,7 +151,7 @@ def test_bad_input_is_refused(call, error, message):
         call()
 
 
-@pytest.mark.skipif(not fused_available(), reason="FlexAttention not in this torch")
+@pytest.mark.skipif(not flex_attention_available(), reason="FlexAttention not in this torch")
 @pytest.mark.parametrize(
     ("q_len", "k_len", "causal"), [(64, 64, True), (100, 100, False), (3, 130, True)]
 )

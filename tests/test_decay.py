@@ -106,11 +106,11 @@ def test_bad_input_is_refused(call, error, message):
 def test_profile_from_frequencies_is_the_rotated_score_of_a_pair_aligned_query(factor):
     # q = (1, 0, 1, 0, ...) puts one unit per pair on its first axis, so
     # q · R_r q / |q|² = mean_i cos(r θ_i) for the frequencies RoPE actually uses.
-    from pe_book import rope
+    from pe_book import rope, rope_scaling
 
     dim, offsets = 16, torch.tensor([0, 1, 5, 300, 7000])
-    scaling = None if factor == 1.0 else rope.NTKScaling(factor)
-    theta = rope.inverse_frequencies(dim, scaling=scaling)[0].to(torch.float64)
+    scaling = None if factor == 1.0 else rope_scaling.NTKScaling(factor)
+    theta = rope_scaling.scaled_frequencies(dim, scaling=scaling)[0].to(torch.float64)
     q = torch.zeros(len(offsets), dim, dtype=torch.float64)
     q[:, 0::2] = 1.0
     rotated = rope.apply_rope(q, offsets, scaling=scaling)

@@ -133,13 +133,13 @@ def test_chapter_2_to_4_checkers_accept_right_and_reject_wrong_answers(capsys):
 
 
 def test_chapter_7_checkers_accept_right_and_reject_wrong_answers(capsys):
-    from pe_book import rope
+    from pe_book import rope, rope_scaling
 
     exercises.check_rope_rotation(lambda x, positions: rope.apply_rope(x, positions))
     even_then_odd = lambda q: torch.cat((q[..., 0::2], q[..., 1::2]), -1)  # noqa: E731
     exercises.check_layout_conversion(even_then_odd)
     exercises.check_ntk_frequencies(
-        lambda d, b, s: rope.inverse_frequencies(d, b, rope.NTKScaling(s))[0]
+        lambda d, b, s: rope_scaling.scaled_frequencies(d, b, rope_scaling.NTKScaling(s))[0]
     )
     assert "not attempted" not in capsys.readouterr().out
     with pytest.raises(exercises.ExerciseMismatch):  # the half layout is not the exercise
@@ -151,7 +151,9 @@ def test_chapter_7_checkers_accept_right_and_reject_wrong_answers(capsys):
     with pytest.raises(exercises.ExerciseMismatch):  # odd then even: a sign flips
         exercises.check_layout_conversion(lambda q: torch.cat((q[..., 1::2], q[..., 0::2]), -1))
     with pytest.raises(exercises.ExerciseMismatch):  # linear, not NTK-aware
-        exercises.check_ntk_frequencies(lambda d, b, s: rope.inverse_frequencies(d, b)[0] / s)
+        exercises.check_ntk_frequencies(
+            lambda d, b, s: rope_scaling.scaled_frequencies(d, b)[0] / s
+        )
 
 
 def test_chapter_8_checkers_accept_right_and_reject_wrong_answers(capsys):

@@ -5,7 +5,7 @@ import torch
 
 from pe_book import data
 from pe_book.model import POSITIONS, CharLM, ModelConfig
-from pe_book.rope import YaRNScaling
+from pe_book.rope_scaling import YaRNScaling
 from pe_book.seed import seed_everything
 
 SMALL = dict(vocab_size=len(data.VOCAB), dim=32, n_layers=2, n_heads=4, train_len=16)

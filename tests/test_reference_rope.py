@@ -12,7 +12,7 @@ from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-from pe_book import rope
+from pe_book import rope, rope_scaling
 
 
 def test_half_layout_equals_llama_apply_rotary_pos_emb():
@@ -51,19 +51,19 @@ def hf_inverse_frequencies(rope_parameters, dim=64, max_positions=4096, seq_len=
     [
         (
             {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0},
-            rope.LinearScaling(4.0),
+            rope_scaling.LinearScaling(4.0),
             None,
             4096,
         ),
         (
             {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0},
-            rope.DynamicNTKScaling(2.0, 4096),
+            rope_scaling.DynamicNTKScaling(2.0, 4096),
             10_000,
             4096,
         ),
         (
             {"rope_type": "dynamic", "factor": 4.0, "rope_theta": 500000.0},
-            rope.DynamicNTKScaling(4.0, 4096),
+            rope_scaling.DynamicNTKScaling(4.0, 4096),
             3000,
             4096,
         ),
@@ -74,7 +74,7 @@ def hf_inverse_frequencies(rope_parameters, dim=64, max_positions=4096, seq_len=
                 "rope_theta": 10000.0,
                 "original_max_position_embeddings": 4096,
             },
-            rope.YaRNScaling(8.0, 4096),
+            rope_scaling.YaRNScaling(8.0, 4096),
             None,
             32768,
         ),
@@ -87,7 +87,7 @@ def hf_inverse_frequencies(rope_parameters, dim=64, max_positions=4096, seq_len=
                 "beta_fast": 16.0,
                 "beta_slow": 2.0,
             },
-            rope.YaRNScaling(4.0, 2048, 16.0, 2.0),
+            rope_scaling.YaRNScaling(4.0, 2048, 16.0, 2.0),
             None,
             8192,
         ),
@@ -100,7 +100,7 @@ def hf_inverse_frequencies(rope_parameters, dim=64, max_positions=4096, seq_len=
                 "high_freq_factor": 4.0,
                 "original_max_position_embeddings": 8192,
             },
-            rope.Llama3Scaling(),
+            rope_scaling.Llama3Scaling(),
             None,
             131072,
         ),
@@ -110,7 +110,9 @@ def test_scaling_matches_transformers_rope_utils(parameters, scaling, seq_len, m
     expected, expected_factor = hf_inverse_frequencies(
         parameters, seq_len=seq_len, max_positions=max_positions
     )
-    got, factor = rope.inverse_frequencies(64, parameters["rope_theta"], scaling, seq_len=seq_len)
+    got, factor = rope_scaling.scaled_frequencies(
+        64, parameters["rope_theta"], scaling, seq_len=seq_len
+    )
     torch.testing.assert_close(
         got.float(), expected, rtol=1e-6, atol=0
     )  # transformers uses float32

@@ -7,11 +7,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pe_book import rope
+from pe_book import rope, rope_scaling, sinusoidal
 from pe_book.sinusoidal import layout_permutation
 
 dims = st.integers(1, 32).map(lambda h: 2 * h)
-layouts = st.sampled_from(rope.LAYOUTS)
+layouts = st.sampled_from(sinusoidal.LAYOUTS)
 
 
 def random(*shape, seed=0, dtype=torch.float64):
@@ -81,7 +81,7 @@ def test_offset_decoding_matches_the_full_rotation(offset, length, layout):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("layout", rope.LAYOUTS)
+@pytest.mark.parametrize("layout", sinusoidal.LAYOUTS)
 def test_low_precision_input_at_position_32768(dtype, layout):
     x = random(4, 64, seed=3)
     positions = torch.arange(32768, 32772)
@@ -93,23 +93,23 @@ def test_low_precision_input_at_position_32768(dtype, layout):
 
 
 def test_scalings_change_frequencies_as_documented():
-    theta, _ = rope.inverse_frequencies(64)
-    linear, _ = rope.inverse_frequencies(64, scaling=rope.LinearScaling(4.0))
+    theta, _ = rope_scaling.scaled_frequencies(64)
+    linear, _ = rope_scaling.scaled_frequencies(64, scaling=rope_scaling.LinearScaling(4.0))
     torch.testing.assert_close(linear, theta / 4)
-    ntk, _ = rope.inverse_frequencies(64, scaling=rope.NTKScaling(4.0))
+    ntk, _ = rope_scaling.scaled_frequencies(64, scaling=rope_scaling.NTKScaling(4.0))
     assert float(ntk[0]) == 1.0 and float(ntk[-1]) == pytest.approx(float(theta[-1]) / 4)
-    dynamic_short, _ = rope.inverse_frequencies(
-        64, scaling=rope.DynamicNTKScaling(4.0, 512), seq_len=100
+    dynamic_short, _ = rope_scaling.scaled_frequencies(
+        64, scaling=rope_scaling.DynamicNTKScaling(4.0, 512), seq_len=100
     )
     torch.testing.assert_close(dynamic_short, theta)
-    yarn, factor = rope.inverse_frequencies(64, scaling=rope.YaRNScaling(8.0, 4096))
+    yarn, factor = rope_scaling.scaled_frequencies(64, scaling=rope_scaling.YaRNScaling(8.0, 4096))
     assert float(yarn[0]) == 1.0 and float(yarn[-1]) == pytest.approx(float(theta[-1]) / 8)
     assert factor == pytest.approx(0.1 * math.log(8) + 1)
 
 
 def test_yarn_attention_factor_scales_the_rotation():
     x = random(3, 16)
-    scaled = rope.apply_rope(x, scaling=rope.YaRNScaling(4.0, 64))
+    scaled = rope.apply_rope(x, scaling=rope_scaling.YaRNScaling(4.0, 64))
     torch.testing.assert_close(scaled.norm(dim=-1), x.norm(dim=-1) * (0.1 * math.log(4) + 1))
 
 
@@ -144,14 +144,22 @@ def test_module_cache_grows_and_stays_out_of_checkpoints():
             TypeError,
             "integer",
         ),
-        (lambda: rope.LinearScaling(0.0), ValueError, "factor must be a finite number > 0"),
-        (lambda: rope.YaRNScaling(2.0, 0), ValueError, "original_max_len must be an int >= 1"),
+        (lambda: rope_scaling.LinearScaling(0.0), ValueError, "factor must be a finite number > 0"),
         (
-            lambda: rope.Llama3Scaling(low_freq_factor=4.0, high_freq_factor=1.0),
+            lambda: rope_scaling.YaRNScaling(2.0, 0),
+            ValueError,
+            "original_max_len must be an int >= 1",
+        ),
+        (
+            lambda: rope_scaling.Llama3Scaling(low_freq_factor=4.0, high_freq_factor=1.0),
             ValueError,
             "high_freq",
         ),
-        (lambda: rope.inverse_frequencies(8, scaling="yarn"), TypeError, "scaling must be one of"),
+        (
+            lambda: rope_scaling.scaled_frequencies(8, scaling="yarn"),
+            TypeError,
+            "scaling must be one of",
+        ),
         (lambda: rope.Rope(8)(random(3, 6)), ValueError, "last dimension dim=8"),
     ],
 )
@@ -170,7 +178,7 @@ def test_bad_input_is_refused(call, error, message):
     ],
     ids=["odd-offset", "odd-row-stride", "stride-0", "mixed"],
 )
-@pytest.mark.parametrize("layout", rope.LAYOUTS)
+@pytest.mark.parametrize("layout", sinusoidal.LAYOUTS)
 def test_views_that_cannot_be_paired_in_place_rotate_like_their_copies(make, layout):
     """view_as_complex refuses these views; the interleaved path copies them first.
 

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pe_book import rope, rope_kernel
+from pe_book import rope, rope_kernel, rope_scaling
 
 
 def random(*shape, seed=0, dtype=torch.float64):
@@ -21,7 +21,7 @@ def both_paths(x, **kwargs):
 
 def test_the_kernel_is_built_so_the_default_half_path_is_the_fused_one():
     """CI must time and test the path users get; a missing build would hide behind the fallback."""
-    assert rope_kernel.fused_available()
+    assert rope_kernel.loop_built()
     cos, sin = rope.rope_cos_sin(4, 8)
     assert rope_kernel.can_fuse(random(4, 8, dtype=torch.float32), cos, sin)
 
@@ -79,7 +79,7 @@ def test_torch_func_transforms_take_the_plain_path():
 def test_fused_and_plain_give_the_same_gradients_with_scaling_and_offset():
     """The attention factor (YaRN) scales cos and sin; the backward pass must carry it."""
     layers = {
-        fused: rope.Rope(8, layout="half", scaling=rope.YaRNScaling(4.0, 64), fused=fused)
+        fused: rope.Rope(8, layout="half", scaling=rope_scaling.YaRNScaling(4.0, 64), fused=fused)
         for fused in (True, False)
     }
     weight = random(2, 5, 8)
@@ -145,7 +145,7 @@ def test_inputs_the_loop_does_not_take_fall_back_to_plain_pytorch(monkeypatch):
     torch.testing.assert_close(fused, plain, atol=2e-6, rtol=0)
     expected = rope.apply_rope(x, layout="half", fused=False)
     monkeypatch.setattr(rope_kernel, "_rope_kernel", None)  # as if the build had been skipped
-    assert not rope_kernel.fused_available() and not rope_kernel.can_fuse(x, cos, sin)
+    assert not rope_kernel.loop_built() and not rope_kernel.can_fuse(x, cos, sin)
     assert torch.equal(rope.apply_rope(x, layout="half"), expected)
 
 

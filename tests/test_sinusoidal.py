@@ -151,7 +151,7 @@ def test_symbolic_shift_block_matches_the_package():
         c, s = math.cos(k * t), math.sin(k * t)
         return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
 
-    symbolic.check_against(block, numeric, [offset, theta])
+    symbolic.compare_with_code(block, numeric, [offset, theta])
     # and the package's shift matrix has exactly these blocks (θ_0 = 1 for the first pair)
     torch.testing.assert_close(shift_matrix(5, 2), numeric(5, 1.0))
 

@@ -35,12 +35,12 @@ from __future__ import annotations
 import enum
 import importlib
 import textwrap
-import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+
+from pe_book._toml import read_data_toml
 
 __all__ = [
     "SOURCES",
@@ -147,9 +147,8 @@ class Finding:
 @cache
 def registry() -> dict[str, Claim]:
     """All claims, by id, loaded once from the package data and validated."""
-    text = resources.files("pe_book").joinpath("data/claims.toml").read_text(encoding="utf-8")
     claims: dict[str, Claim] = {}
-    for entry in tomllib.loads(text)["claim"]:
+    for entry in read_data_toml("claims.toml")["claim"]:
         try:
             kind = Kind(entry.get("kind", "measured"))
             verdict = Verdict(entry["verdict"])

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pe_book._checks import check_int, check_tensor
+from pe_book._validate import validate_int, validate_tensor
 
 __all__ = [
     "VOCAB",
@@ -59,7 +59,7 @@ def encode(text: str) -> torch.Tensor:
 
 def decode(tokens: torch.Tensor) -> str:
     """Token ids -> text (ids outside the vocabulary raise ValueError)."""
-    check_tensor("tokens", tokens, ndim=1)
+    validate_tensor("tokens", tokens, ndim=1)
     if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= len(VOCAB)):
         raise ValueError(f"tokens must be ids in 0..{len(VOCAB) - 1}")
     return "".join(VOCAB[i] for i in tokens.tolist())
@@ -116,13 +116,13 @@ def batch_offsets(n_tokens: int, seq_len: int, batch: int, steps: int, seed: int
     Drawn once from a seeded generator, so every method sees the same text in
     the same order. Each window needs seq_len + 1 tokens (inputs and targets).
     """
-    n_tokens = check_int("n_tokens", n_tokens, minimum=1)
-    seq_len = check_int("seq_len", seq_len, minimum=1)
-    batch = check_int("batch", batch, minimum=1)
-    steps = check_int("steps", steps, minimum=0)
+    n_tokens = validate_int("n_tokens", n_tokens, minimum=1)
+    seq_len = validate_int("seq_len", seq_len, minimum=1)
+    batch = validate_int("batch", batch, minimum=1)
+    steps = validate_int("steps", steps, minimum=0)
     if n_tokens < seq_len + 1:
         raise ValueError(f"n_tokens must be >= seq_len + 1 = {seq_len + 1}, got {n_tokens}")
-    generator = torch.Generator().manual_seed(check_int("seed", seed))
+    generator = torch.Generator().manual_seed(validate_int("seed", seed))
     return torch.randint(0, n_tokens - seq_len, (steps, batch), generator=generator)
 
 
@@ -130,9 +130,9 @@ def training_batch(
     tokens: torch.Tensor, offsets: torch.Tensor, seq_len: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and next-character targets, each (batch, seq_len) int64."""
-    check_tensor("tokens", tokens, ndim=1)
-    check_tensor("offsets", offsets, ndim=1)
-    seq_len = check_int("seq_len", seq_len, minimum=1)
+    validate_tensor("tokens", tokens, ndim=1)
+    validate_tensor("offsets", offsets, ndim=1)
+    seq_len = validate_int("seq_len", seq_len, minimum=1)
     index = offsets[:, None] + torch.arange(seq_len + 1)  # (batch, seq_len + 1)
     window = tokens[index].long()
     return window[:, :-1], window[:, 1:]
@@ -145,9 +145,9 @@ def eval_segments(tokens: torch.Tensor, seg_len: int, count: int) -> torch.Tenso
     (count - 1)). Spread over all of the validation text rather than taken from
     its start, and never overlapping (ValueError if the text is too short).
     """
-    check_tensor("tokens", tokens, ndim=1)
-    seg_len = check_int("seg_len", seg_len, minimum=1)
-    count = check_int("count", count, minimum=1)
+    validate_tensor("tokens", tokens, ndim=1)
+    seg_len = validate_int("seg_len", seg_len, minimum=1)
+    count = validate_int("count", count, minimum=1)
     span = tokens.numel() - (seg_len + 1)
     if span < 0 or (count > 1 and span / (count - 1) < seg_len + 1):
         raise ValueError(

@@ -5,62 +5,62 @@ import math
 import pytest
 import torch
 
-from pe_book._checks import (
-    check_choice,
-    check_finite,
-    check_int,
-    check_positive_float,
-    check_tensor,
+from pe_book._validate import (
+    validate_choice,
+    validate_finite,
+    validate_int,
+    validate_positive_float,
+    validate_tensor,
 )
 
 
 @pytest.mark.parametrize("value", [True, 2.0, "3", None])
 def test_check_int_refuses_non_integers(value):
     with pytest.raises(TypeError, match="seq_len must be an int"):
-        check_int("seq_len", value)
+        validate_int("seq_len", value)
 
 
 def test_check_int_minimum_and_even():
-    assert check_int("dim", 8, minimum=2, even=True) == 8
+    assert validate_int("dim", 8, minimum=2, even=True) == 8
     with pytest.raises(ValueError, match=r"seq_len must be an int >= 1, got 0"):
-        check_int("seq_len", 0, minimum=1)
+        validate_int("seq_len", 0, minimum=1)
     with pytest.raises(ValueError, match="dim must be even"):
-        check_int("dim", 7, even=True)
+        validate_int("dim", 7, even=True)
 
 
 @pytest.mark.parametrize("value", [0.0, -1.0, math.inf, math.nan])
 def test_check_positive_float_refuses_bad_values(value):
     with pytest.raises(ValueError, match="base must be a finite number > 0"):
-        check_positive_float("base", value)
+        validate_positive_float("base", value)
 
 
 def test_check_positive_float_refuses_bool_and_text():
     with pytest.raises(TypeError, match="base must be a real number"):
-        check_positive_float("base", True)
+        validate_positive_float("base", True)
     with pytest.raises(TypeError, match="base must be a real number"):
-        check_positive_float("base", "10000")
+        validate_positive_float("base", "10000")
 
 
 def test_check_choice_lists_the_accepted_values():
-    assert check_choice("layout", "half", ["interleaved", "half"]) == "half"
+    assert validate_choice("layout", "half", ["interleaved", "half"]) == "half"
     with pytest.raises(ValueError, match=r"layout must be one of \['interleaved', 'half'\]"):
-        check_choice("layout", "pairs", ["interleaved", "half"])
+        validate_choice("layout", "pairs", ["interleaved", "half"])
 
 
 def test_check_tensor_rank_dtype_and_type():
     x = torch.zeros(2, 3)
-    assert check_tensor("x", x, ndim=2, floating=True) is x
+    assert validate_tensor("x", x, ndim=2, floating=True) is x
     with pytest.raises(TypeError, match=r"x must be a torch\.Tensor"):
-        check_tensor("x", [[0.0]])
+        validate_tensor("x", [[0.0]])
     with pytest.raises(ValueError, match=r"x must have rank 3 or 4, got shape \(2, 3\)"):
-        check_tensor("x", x, ndim=(3, 4))
+        validate_tensor("x", x, ndim=(3, 4))
     with pytest.raises(ValueError, match="x must have rank >= 3"):
-        check_tensor("x", x, min_ndim=3)
+        validate_tensor("x", x, min_ndim=3)
     with pytest.raises(TypeError, match="floating-point"):
-        check_tensor("x", torch.zeros(2, dtype=torch.long), floating=True)
+        validate_tensor("x", torch.zeros(2, dtype=torch.long), floating=True)
 
 
 def test_check_finite_refuses_nan_but_allows_minus_infinity():
-    check_finite("bias", torch.tensor([0.0, -math.inf]))
+    validate_finite("bias", torch.tensor([0.0, -math.inf]))
     with pytest.raises(ValueError, match="bias contains NaN"):
-        check_finite("bias", torch.tensor([0.0, math.nan]))
+        validate_finite("bias", torch.tensor([0.0, math.nan]))

@@ -1,4 +1,4 @@
-"""Argument checks shared by every module: clear errors that name the argument.
+"""Argument validation shared by every module: clear errors that name the argument.
 
 The book's rule (shared design, "Bad input"): a wrong argument raises a
 ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, bad value)
@@ -14,16 +14,19 @@ from collections.abc import Sequence
 import torch
 
 __all__ = [
-    "check_bool",
-    "check_choice",
-    "check_finite",
-    "check_int",
-    "check_positive_float",
-    "check_tensor",
+    "validate_bool",
+    "validate_choice",
+    "validate_finite",
+    "validate_int",
+    "validate_positions",
+    "validate_positive_float",
+    "validate_tensor",
 ]
 
 
-def check_int(name: str, value: object, *, minimum: int | None = None, even: bool = False) -> int:
+def validate_int(
+    name: str, value: object, *, minimum: int | None = None, even: bool = False
+) -> int:
     """Return ``value`` as an ``int`` after checking it is an integer >= ``minimum``.
 
     Booleans are refused (``True`` is an ``int`` in Python, never a length).
@@ -38,14 +41,14 @@ def check_int(name: str, value: object, *, minimum: int | None = None, even: boo
     return value
 
 
-def check_bool(name: str, value: object) -> bool:
+def validate_bool(name: str, value: object) -> bool:
     """Return ``value`` after checking it is a ``bool`` (not 0/1, not a string)."""
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
     return value
 
 
-def check_positive_float(name: str, value: object, *, above: float = 0.0) -> float:
+def validate_positive_float(name: str, value: object, *, above: float = 0.0) -> float:
     """Return ``value`` as a ``float`` after checking it is finite and > ``above``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
@@ -55,14 +58,14 @@ def check_positive_float(name: str, value: object, *, above: float = 0.0) -> flo
     return value
 
 
-def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
+def validate_choice(name: str, value: object, choices: Sequence[str]) -> str:
     """Return ``value`` after checking it is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
     return value  # type: ignore[return-value]
 
 
-def check_tensor(
+def validate_tensor(
     name: str,
     value: object,
     *,
@@ -87,8 +90,25 @@ def check_tensor(
     return value
 
 
-def check_finite(name: str, value: torch.Tensor) -> torch.Tensor:
+def validate_finite(name: str, value: torch.Tensor) -> torch.Tensor:
     """Return ``value`` after checking it holds no NaN (infinities are allowed: masks use -inf)."""
     if value.is_floating_point() and bool(torch.isnan(value).any()):
         raise ValueError(f"{name} contains NaN")
     return value
+
+
+def validate_positions(positions: int | torch.Tensor) -> torch.Tensor:
+    """Positions as a 1-D integer tensor: a length L means 0..L-1 (int64).
+
+    Positions are counted, not measured: a floating-point or boolean tensor is a
+    TypeError (angles m θ_i are formed later, in float64, from these integers).
+    """
+    if isinstance(positions, torch.Tensor):
+        validate_tensor("positions", positions, ndim=1)
+        if positions.is_floating_point() or positions.dtype == torch.bool:
+            raise TypeError(
+                "positions must be an integer tensor (positions are counted, not measured), "
+                f"got dtype {positions.dtype}"
+            )
+        return positions
+    return torch.arange(validate_int("seq_len", positions, minimum=0))
