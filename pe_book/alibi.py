@@ -21,11 +21,16 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
 from pe_book._validate import validate_int, validate_tensor
-from pe_book.attention import attention
+from pe_book.attention import attention, query_offset
+from pe_book.positions import PositionMethod, register
+
+if TYPE_CHECKING:
+    from pe_book.model import ModelConfig
 
 __all__ = [
     "alibi_attention",
@@ -85,7 +90,7 @@ def alibi_bias(
     k_len = validate_int("k_len", k_len, minimum=1)
     slopes = _check_slopes(slopes)
     if offset is None:
-        offset = max(k_len - q_len, 0)
+        offset = query_offset(q_len, k_len)
     offset = validate_int("offset", offset, minimum=0)
     m = torch.arange(q_len, dtype=slopes.dtype)[:, None] + offset  # (q_len, 1)
     n = torch.arange(k_len, dtype=slopes.dtype)[None, :]  # (1, k_len)
@@ -158,7 +163,7 @@ def _compiled_flex() -> Callable[..., torch.Tensor]:
 def _block_mask(q_len: int, k_len: int, device: str) -> object:
     from torch.nn.attention.flex_attention import create_block_mask
 
-    offset = k_len - q_len
+    offset = query_offset(q_len, k_len)
 
     def sees(b: torch.Tensor, h: torch.Tensor, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
         return j <= i + offset
@@ -170,7 +175,7 @@ def _fused(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor, causal: bool
 ) -> torch.Tensor:
     """FlexAttention: the bias is computed per score inside the kernel, never stored."""
-    offset = k.shape[-2] - q.shape[-2]
+    offset = query_offset(q.shape[-2], k.shape[-2])
     s = slopes.to(q.dtype)
 
     def score_mod(
@@ -221,3 +226,19 @@ def alibi_attention(
         return _fused(q, k, v, slopes, causal)
     bias = alibi_bias(q.shape[-2], k.shape[-2], slopes.to(q.dtype), causal=causal)
     return attention(q, k, v, bias=bias, causal=causal)
+
+
+@register("alibi")
+class AlibiPositions(PositionMethod):
+    """ALiBi in chapter 9's model: the bias -s_h (m - n) on every layer's scores, no parameters."""
+
+    slopes: torch.Tensor
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.register_buffer("slopes", alibi_slopes(config.n_heads).float(), persistent=False)
+
+    def score_bias(
+        self, q_len: int, k_len: int, dtype: torch.dtype, offset: int | None = None
+    ) -> torch.Tensor:
+        return alibi_bias(q_len, k_len, self.slopes.to(dtype), offset=offset)  # (H, q, k)

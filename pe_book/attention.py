@@ -15,6 +15,7 @@ spells the softmax out for plots and proofs, and the tests check the two agree.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -28,8 +29,30 @@ __all__ = [
     "attention_weights",
     "causal_mask",
     "merge_heads",
+    "project_heads",
+    "query_offset",
     "split_heads",
 ]
+
+
+def query_offset(q_len: int, k_len: int, offset: int | None = None) -> int:
+    """The position of the first query when q_len queries attend to k_len keys.
+
+    The default, ``k_len - q_len``, puts the queries at the *end* of the keys, as in
+    decoding with a KV cache (bottom-right alignment); for ``q_len == k_len`` it is
+    0. An explicit ``offset`` must lie in [0, k_len - q_len]. Every causal mask and
+    relative bias of the book places its queries with this one function.
+    """
+    q_len = validate_int("q_len", q_len, minimum=1)
+    k_len = validate_int("k_len", k_len, minimum=1)
+    if offset is None:
+        return max(k_len - q_len, 0)
+    offset = validate_int("offset", offset, minimum=0)
+    if offset > max(k_len - q_len, 0):
+        raise ValueError(
+            f"offset must be in [0, k_len - q_len] = [0, {max(k_len - q_len, 0)}], got {offset}"
+        )
+    return offset
 
 
 def causal_mask(q_len: int, k_len: int, *, offset: int | None = None) -> torch.Tensor:
@@ -45,13 +68,7 @@ def causal_mask(q_len: int, k_len: int, *, offset: int | None = None) -> torch.T
     k_len = validate_int("k_len", k_len, minimum=1)
     if q_len > k_len:
         raise ValueError(f"q_len must be <= k_len for a causal mask, got {q_len} > {k_len}")
-    if offset is None:
-        offset = k_len - q_len
-    offset = validate_int("offset", offset, minimum=0)
-    if offset > k_len - q_len:
-        raise ValueError(
-            f"offset must be in [0, k_len - q_len] = [0, {k_len - q_len}], got {offset}"
-        )
+    offset = query_offset(q_len, k_len, offset)
     query_pos = torch.arange(q_len).unsqueeze(1) + offset  # (q_len, 1)
     key_pos = torch.arange(k_len).unsqueeze(0)  # (1, k_len)
     return key_pos <= query_pos  # (q_len, k_len)
@@ -152,6 +169,19 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return x.view(batch, seq_len, n_heads, width // n_heads).transpose(1, 2)
 
 
+def project_heads(
+    qkv: nn.Linear, x: torch.Tensor, n_heads: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q, k, v for every head: x (batch, seq, dim) through the stacked W_q | W_k | W_v.
+
+    Each comes back as (batch, n_heads, seq, d_head). Every attention layer of the
+    book (MultiHeadSelfAttention, ShawAttention) projects and splits with this.
+    """
+    dim = qkv.out_features // 3
+    q, k, v = qkv(x).split(dim, dim=-1)  # each (batch, seq, dim)
+    return tuple(split_heads(t, n_heads) for t in (q, k, v))  # (batch, H, seq, d_head)
+
+
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """(batch, n_heads, seq, d_head) -> (batch, seq, n_heads * d_head)."""
     batch, n_heads, seq_len, d_head = x.shape
@@ -187,14 +217,22 @@ class MultiHeadSelfAttention(nn.Module):
         unbatched = x.ndim == 2
         if unbatched:
             x = x.unsqueeze(0)  # (1, seq, dim)
-        q, k, v = self.qkv(x).split(self.dim, dim=-1)  # each (batch, seq, dim)
-        q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # (batch, H, seq, d_head)
+        q, k, v = project_heads(self.qkv, x, self.n_heads)  # each (batch, H, seq, d_head)
         return q, k, v, unbatched
 
     def forward(
-        self, x: torch.Tensor, *, bias: torch.Tensor | None = None, causal: bool = False
+        self,
+        x: torch.Tensor,
+        *,
+        bias: torch.Tensor | None = None,
+        causal: bool = False,
+        rotate: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+        | None = None,
     ) -> torch.Tensor:
+        """``rotate(q, k)`` turns queries and keys before the scores (RoPE, chapter 7)."""
         q, k, v, unbatched = self._heads(x)
+        if rotate is not None:
+            q, k = rotate(q, k)
         y = merge_heads(attention(q, k, v, bias=bias, causal=causal))  # (batch, seq, dim)
         y = self.out(y)
         return y.squeeze(0) if unbatched else y

@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from pe_book._validate import validate_int, validate_tensor
+from pe_book.positions import PositionMethod, register
+
+if TYPE_CHECKING:
+    from pe_book.model import ModelConfig
 
 __all__ = [
     "MINILM_PACKAGE",
@@ -148,3 +153,15 @@ def power_spectrum(table: torch.Tensor) -> torch.Tensor:
     centred = rows - rows.mean(dim=0)
     power = torch.fft.rfft(centred, dim=0).abs().pow(2).sum(dim=-1)  # (L // 2 + 1,)
     return power / power.sum()
+
+
+@register("learned")
+class LearnedTablePositions(PositionMethod):
+    """A trainable table of train_len rows added to the token vectors in chapter 9's model."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.table = LearnedPositions(config.train_len, config.dim)
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        return self.table(x)

@@ -4,7 +4,7 @@ Every method comes from its chapter's module; nothing is implemented twice:
 
 | position     | where it enters                         | module                      |
 | ------------ | --------------------------------------- | --------------------------- |
-| "none"       | nowhere (NoPE: only the causal mask)    | pe_book.attention           |
+| "none"       | nowhere (NoPE: only the causal mask)    | pe_book.positions           |
 | "sinusoidal" | added to the token vectors              | pe_book.sinusoidal (ch. 3)  |
 | "learned"    | added to the token vectors, a table     | pe_book.learned (ch. 6)     |
 | "shaw"       | relative key/value embeddings, clipped  | pe_book.relative (ch. 6)    |
@@ -25,18 +25,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pe_book import positions
 from pe_book._validate import validate_choice, validate_int, validate_tensor
-from pe_book.alibi import alibi_bias, alibi_slopes
-from pe_book.attention import attention, merge_heads, split_heads
-from pe_book.learned import LearnedPositions
-from pe_book.relative import ShawAttention, T5Bias
-from pe_book.rope import Rope
 from pe_book.rope_scaling import Scaling
-from pe_book.sinusoidal import SinusoidalEncoding
 
 __all__ = ["POSITIONS", "CharLM", "ModelConfig"]
 
-POSITIONS = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi")
+#: The position methods, in the book's order (the registry of ``pe_book.positions``).
+POSITIONS = positions.names()
 
 
 @dataclass(frozen=True)
@@ -74,66 +70,36 @@ class ModelConfig:
         validate_int("t5_max_distance", self.t5_max_distance, minimum=1)
 
 
-class _Attention(nn.Module):
-    """Causal multi-head self-attention for every mode except "shaw"."""
-
-    def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.dim, self.n_heads, self.position = config.dim, config.n_heads, config.position
-        self.qkv = nn.Linear(config.dim, 3 * config.dim, bias=False)
-        self.out = nn.Linear(config.dim, config.dim, bias=False)
-        self.rope = Rope(config.dim // config.n_heads) if config.position == "rope" else None
-
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).split(self.dim, -1))
-        if self.rope is not None:
-            q, k = self.rope(q), self.rope(k)
-        z = attention(q, k, v, bias=bias, causal=True)  # T5 and ALiBi: bias built once
-        return self.out(merge_heads(z))
-
-
 class _Block(nn.Module):
-    def __init__(self, config: ModelConfig) -> None:
+    """Pre-LayerNorm: x + attention(norm(x)), then x + MLP(norm(x))."""
+
+    def __init__(self, config: ModelConfig, position: positions.PositionMethod) -> None:
         super().__init__()
-        self.shaw = config.position == "shaw"
         self.norm1, self.norm2 = nn.LayerNorm(config.dim), nn.LayerNorm(config.dim)
-        self.attn: nn.Module = (
-            ShawAttention(config.dim, config.n_heads, config.shaw_max_offset)
-            if self.shaw
-            else _Attention(config)
-        )
+        self.attn = position.make_attention(config)  # causal multi-head attention
         self.mlp = nn.Sequential(
             nn.Linear(config.dim, 4 * config.dim), nn.GELU(), nn.Linear(4 * config.dim, config.dim)
         )
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        h = self.norm1(x)
-        x = x + (self.attn(h, causal=True) if self.shaw else self.attn(h, bias))
+    def forward(self, x: torch.Tensor, inputs: dict[str, object]) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x), causal=True, **inputs)  # (batch, L, dim)
         return x + self.mlp(self.norm2(x))
 
 
 class CharLM(nn.Module):
-    """``forward(tokens)``: ids (batch, L) int64 -> logits (batch, L, vocab_size). Chapter 9."""
+    """``forward(tokens)``: ids (batch, L) int64 -> logits (batch, L, vocab_size). Chapter 9.
 
-    slopes: torch.Tensor
+    Position enters only through ``self.position``, the method ``config.position``
+    names (:mod:`pe_book.positions`): it may add to the embeddings, give every layer a
+    score bias or a rotation of q and k, or give each layer its own attention.
+    """
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.dim)
-        self.absolute: nn.Module | None = None
-        if config.position == "sinusoidal":
-            self.absolute = SinusoidalEncoding(config.dim, max_len=config.train_len)
-        elif config.position == "learned":
-            self.absolute = LearnedPositions(config.train_len, config.dim)
-        self.t5 = (
-            T5Bias(config.n_heads, bidirectional=False, max_distance=config.t5_max_distance)
-            if config.position == "t5"
-            else None
-        )
-        if config.position == "alibi":
-            self.register_buffer("slopes", alibi_slopes(config.n_heads).float(), persistent=False)
-        self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_layers))
+        self.position = positions.build(config)
+        self.blocks = nn.ModuleList(_Block(config, self.position) for _ in range(config.n_layers))
         self.norm = nn.LayerNorm(config.dim)
         self.head = nn.Linear(config.dim, config.vocab_size)
 
@@ -141,18 +107,11 @@ class CharLM(nn.Module):
         validate_tensor("tokens", tokens, ndim=2)
         if tokens.dtype != torch.int64:
             raise TypeError(f"tokens must be int64 ids, got {tokens.dtype}")
-        x = self.embed(tokens)  # (batch, L, dim)
-        if self.absolute is not None:
-            x = self.absolute(x)
-        seq_len = tokens.shape[1]
-        bias = None  # a bias on the scores is built once per call and shared by the layers
-        if self.t5 is not None:
-            bias = self.t5(seq_len, seq_len).to(x.dtype)
-        elif self.config.position == "alibi":
-            bias = alibi_bias(seq_len, seq_len, self.slopes.to(x.dtype))  # as alibi_attention
+        x = self.position.embed(self.embed(tokens))  # (batch, L, dim)
+        inputs = self.position.layer_inputs(tokens.shape[1], x.dtype)  # built once per call
         for block in self.blocks:
-            x = block(x, bias)
-        return self.head(self.norm(x))
+            x = block(x, inputs)
+        return self.head(self.norm(x))  # (batch, L, vocab_size)
 
     def token_losses(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Cross-entropy in nats of each next-character prediction, shape (batch, L)."""
@@ -165,9 +124,4 @@ class CharLM(nn.Module):
 
     def set_rope_scaling(self, scaling: Scaling | None) -> None:
         """Swap the RoPE angles for a context-extension method, no retraining (chapter 7)."""
-        if self.config.position != "rope":
-            raise ValueError(
-                f"set_rope_scaling needs position='rope', not {self.config.position!r}"
-            )
-        for block in self.blocks:
-            block.attn.rope = Rope(self.config.dim // self.config.n_heads, scaling=scaling)
+        self.position.set_scaling(scaling)

@@ -20,12 +20,17 @@ causal mode keys after the query (r < 0) all fall in bucket 0.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from pe_book._validate import validate_int, validate_tensor
-from pe_book.attention import attention_weights, merge_heads, split_heads
+from pe_book.attention import attention_weights, merge_heads, project_heads, query_offset
+from pe_book.positions import PositionMethod, register
+
+if TYPE_CHECKING:
+    from pe_book.model import ModelConfig
 
 __all__ = ["ShawAttention", "T5Bias", "relative_indices", "t5_bucket", "t5_bucket_ranges"]
 
@@ -83,7 +88,7 @@ class ShawAttention(nn.Module):
                 f"positions must have shape ({seq_len},), got {tuple(positions.shape)}"
             )
         index = relative_indices(positions, positions, self.max_offset)  # (L, L)
-        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).split(self.dim, -1))
+        q, k, v = project_heads(self.qkv, x, self.n_heads)  # each (batch, H, L, d_head)
         a_k = self.key_table(index).to(x.dtype)  # (L, L, d_head): a^K for each (m, n)
         bias = torch.einsum("bhmd,mnd->bhmn", q, a_k) / math.sqrt(q.shape[-1])  # q_m·a^K_r/√d
         weights = attention_weights(q, k, bias=bias, causal=causal)  # (batch, H, L, L)
@@ -162,10 +167,10 @@ def t5_bucket_ranges(
 class T5Bias(nn.Module):
     """One learned scalar per (bucket, head), added to the attention scores (T5).
 
-    ``forward(q_len, k_len)`` returns the bias (n_heads, q_len, k_len) for queries at
-    positions k_len - q_len .. k_len - 1 (the last q_len positions, as when decoding
-    with a cache) and keys at 0 .. k_len - 1. T5 computes it once, in the first
-    layer, and every layer reuses it. Chapter 6.
+    ``forward(q_len, k_len, offset=None)`` returns the bias (n_heads, q_len, k_len) for
+    queries at positions offset .. offset + q_len - 1 (by default the last q_len
+    positions, as when decoding with a cache) and keys at 0 .. k_len - 1. T5 computes
+    it once, in the first layer, and every layer reuses it. Chapter 6.
     """
 
     def __init__(
@@ -186,10 +191,36 @@ class T5Bias(nn.Module):
         )
         self.bias = nn.Embedding(num_buckets, n_heads)
 
-    def forward(self, q_len: int, k_len: int) -> torch.Tensor:
+    def forward(self, q_len: int, k_len: int, offset: int | None = None) -> torch.Tensor:
         q_len = validate_int("q_len", q_len, minimum=1)
         k_len = validate_int("k_len", k_len, minimum=q_len)
-        query = torch.arange(k_len - q_len, k_len)[:, None]  # m
+        first = query_offset(q_len, k_len, offset)  # position of the first query
+        query = torch.arange(first, first + q_len)[:, None]  # m
         key = torch.arange(k_len)[None, :]  # n
         buckets = t5_bucket(query - key, self.bidirectional, self.num_buckets, self.max_distance)
         return self.bias(buckets).permute(2, 0, 1)  # (n_heads, q_len, k_len)
+
+
+@register("shaw")
+class ShawPositions(PositionMethod):
+    """Shaw et al. in chapter 9's model: every layer is a ShawAttention (its own tables)."""
+
+    def make_attention(self, config: ModelConfig) -> nn.Module:
+        return ShawAttention(config.dim, config.n_heads, config.shaw_max_offset)
+
+    def layer_inputs(self, seq_len: int, dtype: torch.dtype) -> dict[str, object]:
+        return {}  # the relative embeddings live inside each layer
+
+
+@register("t5")
+class T5Positions(PositionMethod):
+    """T5 in chapter 9's model: one learned causal bias, built once per call, shared by layers."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.bias = T5Bias(config.n_heads, bidirectional=False, max_distance=config.t5_max_distance)
+
+    def score_bias(
+        self, q_len: int, k_len: int, dtype: torch.dtype, offset: int | None = None
+    ) -> torch.Tensor:
+        return self.bias(q_len, k_len, offset).to(dtype)  # (H, q, k)

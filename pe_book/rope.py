@@ -24,6 +24,8 @@ Context extension (``scaling=``): the dataclasses of :mod:`pe_book.rope_scaling`
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 
@@ -35,9 +37,13 @@ from pe_book._validate import (
     validate_positive_float,
     validate_tensor,
 )
+from pe_book.positions import PositionMethod, register
 from pe_book.rope_kernel import can_fuse, rotate_half_fused
 from pe_book.rope_scaling import DynamicNTKScaling, Scaling, scaled_frequencies
 from pe_book.sinusoidal import LAYOUTS
+
+if TYPE_CHECKING:
+    from pe_book.model import ModelConfig
 
 __all__ = [
     "Rope",
@@ -215,3 +221,20 @@ class Rope(nn.Module):
         self._ensure(end)
         cos, sin = (self.cos64, self.sin64) if x.dtype == torch.float64 else (self.cos, self.sin)
         return _rotate(x, cos[offset:end], sin[offset:end], self.layout, self.fused)
+
+
+@register("rope")
+class RotaryPositions(PositionMethod):
+    """RoPE in chapter 9's model: q and k of every layer turned by one cached Rope."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.d_head = config.dim // config.n_heads
+        self.rope = Rope(self.d_head)
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.rope(q), self.rope(k)
+
+    def set_scaling(self, scaling: Scaling | None) -> None:
+        """New angles for inference (Position Interpolation, NTK, YaRN, ...), no retraining."""
+        self.rope = Rope(self.d_head, scaling=scaling)

@@ -26,6 +26,7 @@ interleaved layout (chapter 4, :func:`shift_matrix`).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -37,6 +38,10 @@ from pe_book._validate import (
     validate_positive_float,
     validate_tensor,
 )
+from pe_book.positions import PositionMethod, register
+
+if TYPE_CHECKING:
+    from pe_book.model import ModelConfig
 
 __all__ = [
     "LAYOUTS",
@@ -251,3 +256,15 @@ class SinusoidalEncoding(nn.Module):
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
         return x + self.positions(x.shape[-2], offset).to(x.dtype)
+
+
+@register("sinusoidal")
+class SinusoidalPositions(PositionMethod):
+    """Chapter 3's table added to the token vectors in chapter 9's model (a buffer)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.encoding = SinusoidalEncoding(config.dim, max_len=config.train_len)
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        return self.encoding(x)

@@ -1,0 +1,135 @@
+"""What a position method may do to a Transformer, and the registry of methods by name.
+
+Chapter 9's model (:class:`pe_book.model.CharLM`) asks its method, never its name,
+where position enters. A method may do any of four things, each a hook whose
+default does nothing:
+
+- ``embed(x)``: add a vector to the token embeddings, ``x + p_m`` (sinusoidal,
+  learned; chapters 3, 6);
+- ``score_bias(q_len, k_len, dtype, offset)``: a bias added to every layer's
+  scores, (H, q_len, k_len), built once per call (T5, ALiBi; chapters 6, 8);
+- ``rotate(q, k)``: turn queries and keys before their dot product (RoPE, ch. 7);
+- ``make_attention(config)``: bring its own attention layer, and say with
+  ``layer_inputs`` what each layer receives (Shaw et al.; chapter 6).
+
+Inference-time RoPE scaling goes through the method too (``set_scaling``).
+
+A new method is one module that subclasses :class:`PositionMethod` and registers
+it with ``@register("name")``, listed once in :data:`METHOD_MODULES`, plus its tests.
+``pe_book.positions`` itself registers "none" (NoPE: the causal mask alone).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from pe_book.attention import MultiHeadSelfAttention
+
+if TYPE_CHECKING:
+    from pe_book.model import ModelConfig
+    from pe_book.rope_scaling import Scaling
+
+__all__ = ["METHOD_MODULES", "PositionMethod", "build", "names", "register"]
+
+#: The modules that register methods, in the book's order of the methods.
+METHOD_MODULES = (
+    "pe_book.positions",  # none
+    "pe_book.sinusoidal",  # sinusoidal
+    "pe_book.learned",  # learned
+    "pe_book.relative",  # shaw, t5
+    "pe_book.rope",  # rope
+    "pe_book.alibi",  # alibi
+)
+
+_REGISTRY: dict[str, type[PositionMethod]] = {}
+
+Rotate = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+
+
+class PositionMethod(nn.Module):
+    """A position method for a ``ModelConfig``: every hook defaults to "nothing"."""
+
+    name: str = ""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads = config.n_heads
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """Token embeddings with position added, (batch, L, dim) -> (batch, L, dim)."""
+        return x
+
+    def score_bias(
+        self, q_len: int, k_len: int, dtype: torch.dtype, offset: int | None = None
+    ) -> torch.Tensor | None:
+        """A bias (H, q_len, k_len) for every layer's scores, or None.
+
+        ``offset`` is the position of the first query (default ``k_len - q_len``:
+        the queries are the last ones, as when decoding with a cache).
+        """
+        return None
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Queries and keys (batch, H, L, d_head) as the scores should see them."""
+        return q, k
+
+    def make_attention(self, config: ModelConfig) -> nn.Module:
+        """One layer's attention; called once per layer, in order."""
+        return MultiHeadSelfAttention(config.dim, config.n_heads)
+
+    def layer_inputs(self, seq_len: int, dtype: torch.dtype) -> dict[str, object]:
+        """What every layer's attention receives besides its input, for one forward call."""
+        return {"bias": self.score_bias(seq_len, seq_len, dtype), "rotate": self.rotate}
+
+    def set_scaling(self, scaling: Scaling | None) -> None:
+        """Change the angles at inference time (RoPE only)."""
+        raise ValueError(f"set_rope_scaling needs position='rope', not {self.name!r}")
+
+
+def register(name: str) -> Callable[[type[PositionMethod]], type[PositionMethod]]:
+    """Class decorator: make the method available to ``build`` under ``name``."""
+
+    def add(method: type[PositionMethod]) -> type[PositionMethod]:
+        if name in _REGISTRY:
+            raise ValueError(f"position method {name!r} is registered twice")
+        method.name = name
+        _REGISTRY[name] = method
+        return method
+
+    return add
+
+
+@cache
+def _load() -> None:
+    for module in METHOD_MODULES:
+        importlib.import_module(module)
+
+
+def names() -> tuple[str, ...]:
+    """The registered methods, in the book's order: that of METHOD_MODULES, then of
+    registration within a module (not of import, which depends on who imported first)."""
+    _load()
+    rank = {module: i for i, module in enumerate(METHOD_MODULES)}
+    order = list(_REGISTRY)
+    return tuple(
+        sorted(order, key=lambda n: (rank.get(_REGISTRY[n].__module__, len(rank)), order.index(n)))
+    )
+
+
+def build(config: ModelConfig) -> PositionMethod:
+    """The method ``config.position`` names, built for this config."""
+    _load()
+    if config.position not in _REGISTRY:
+        raise ValueError(f"position must be one of {names()}, got {config.position!r}")
+    return _REGISTRY[config.position](config)
+
+
+@register("none")
+class NoPositions(PositionMethod):
+    """NoPE: position enters nowhere; only the causal mask tells tokens apart (chapter 1)."""
