@@ -17,8 +17,16 @@ depend on the machine, ratios much less.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -26,9 +34,10 @@ from pe_book import data
 from pe_book._validate import validate_int
 from pe_book.bench import allocations_mib, time_round_robin
 from pe_book.model import POSITIONS, CharLM, ModelConfig
+from pe_book.results import RESULTS, SCHEMA_VERSION, versions, write_atomically
 from pe_book.seed import seed_everything
 
-__all__ = ["CostRow", "cost_study"]
+__all__ = ["CostRow", "cost_study", "load_cost", "main", "print_cost", "scaling_exponent"]
 
 
 @dataclass(frozen=True)
@@ -120,3 +129,80 @@ def cost_study(
             )
     torch.set_num_threads(threads_before)
     return rows
+
+
+def load_cost(path: str | Path | None = None) -> dict[str, Any]:
+    """results/cost.json, validated: {"rows": [CostRow, ...], and its other fields}."""
+    path = Path(path) if path is not None else RESULTS / "cost.json"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    for field in ("rows", "seq_lens", "repeats", "versions"):
+        if field not in stored:
+            raise ValueError(f"{path}: field {field!r} is missing")
+    try:
+        rows = [CostRow(**row) for row in stored["rows"]]
+    except TypeError as error:
+        raise ValueError(f"{path}: a row does not match CostRow: {error}") from None
+    lengths = {row.seq_len for row in rows}
+    if lengths != set(stored["seq_lens"]):
+        raise ValueError(f"{path}: rows cover lengths {sorted(lengths)}, not {stored['seq_lens']}")
+    return {**stored, "rows": rows}
+
+
+def scaling_exponent(t1: float, l1: int, t2: float, l2: int) -> float:
+    """The exponent p of time ∝ L^p through two measurements (t1 at l1, t2 at l2). Chapter 10."""
+    return math.log(t2 / t1) / math.log(l2 / l1)
+
+
+def print_cost(quick: bool, kernels: bool, out: Path | None) -> None:
+    """Run the cost study, write it to out/cost.json, print it (and the kernel tables)."""
+    from pe_book import bench
+
+    seq_lens, repeats = ((64, 128), 2) if quick else ((256, 1024), 5)
+    start = time.perf_counter()
+    rows = cost_study(seq_lens, repeats=repeats)
+    if out is not None:
+        record = {
+            "schema": SCHEMA_VERSION,
+            "study": "cost",
+            "seq_lens": list(seq_lens),
+            "repeats": repeats,
+            "versions": versions(),
+            "wall_seconds": time.perf_counter() - start,
+            "rows": [dataclasses.asdict(row) for row in rows],
+        }
+        write_atomically(out / "cost.json", record)
+    print("cost per method vs NoPE (batch 8, dim 128, 2 layers, 4 heads, 2 threads)")
+    print(
+        f"{'L':>5} {'method':<11} {'train ms':>9} {'x NoPE':>7} {'infer ms':>9} "
+        f"{'x NoPE':>7} {'max MiB':>8} {'sum MiB':>8} {'params':>8}"
+    )
+    for row in rows:
+        print(
+            f"{row.seq_len:>5} {row.position:<11} {row.train_ms:>9.1f} {row.train_ratio:>7.2f}"
+            f" {row.infer_ms:>9.1f} {row.infer_ratio:>7.2f} {row.largest_alloc_mib:>8.0f}"
+            f" {row.total_alloc_mib:>8.0f}"
+            f" {row.parameters:>8,}"
+        )
+    if not kernels:
+        return
+    print("\nRoPE kernels (chapter 7), median over 3 fresh processes, ratio to a copy of q, k:")
+    for name, ms, ratio, low, high in bench.rope_benchmark_in_processes(processes=3, repeats=10):
+        print(f"  {name:<34} {ms:>7.2f} ms {ratio:>6.2f} [{low:.2f}..{high:.2f}]")
+    print("\nALiBi attention (chapter 8), ratio to causal SDPA without bias:")
+    for seq_len, name, ms, ratio, largest in bench.alibi_benchmark((1024,), repeats=3):
+        print(f"  L={seq_len} {name:<30} {ms:>7.1f} ms {ratio:>6.2f} largest {largest:>5.0f} MiB")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-kernels", action="store_true", help="skip the kernel tables")
+    parser.add_argument("--quick", action="store_true", help="a small run, well under a minute")
+    parser.add_argument("--out", type=Path, default=None, help="folder for cost.json")
+    args = parser.parse_args(argv)
+    out = args.out or (None if args.quick else Path("results"))
+    print_cost(args.quick, kernels=not args.no_kernels, out=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -56,6 +56,8 @@ class PositionMethod(nn.Module):
     """A position method for a ``ModelConfig``: every hook defaults to "nothing"."""
 
     name: str = ""
+    #: whether ``set_scaling`` changes its angles at inference time (RoPE)
+    scalable: bool = False
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

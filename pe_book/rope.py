@@ -227,6 +227,8 @@ class Rope(nn.Module):
 class RotaryPositions(PositionMethod):
     """RoPE in chapter 9's model: q and k of every layer turned by one cached Rope."""
 
+    scalable = True
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         self.d_head = config.dim // config.n_heads

@@ -84,11 +84,11 @@ def test_no_evaluation_segment_is_a_copy_of_training_text(corpus):
     """Split by file is not enough when files are near-copies (the generated codec tables
     were: five of the 64 segments occurred verbatim in training). Checked in pieces of 128
     characters: no segment is a copy, and few pieces recur (code does repeat itself)."""
-    from pe_book import experiments
+    from pe_book import study
 
     train = data.decode(corpus.train)
     copied, total = [], 0
-    for segment in experiments._segments(corpus, experiments.StudyConfig()):
+    for segment in study._segments(corpus, study.StudyConfig()):
         text = data.decode(segment)
         pieces = [text[i : i + 128] for i in range(0, len(text) - 127, 128)]
         copied.append(sum(piece in train for piece in pieces))

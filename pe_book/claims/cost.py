@@ -6,12 +6,10 @@ Every function takes ``rows``: the cost study's CostRows (default: the committed
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from pe_book.claims import Finding, evidence
-from pe_book.cost import CostRow
-from pe_book.results import load_cost
+from pe_book.cost import CostRow, load_cost, scaling_exponent
 
 
 def committed_rows() -> list[CostRow]:
@@ -25,7 +23,7 @@ def _at(rows: Sequence[CostRow], seq_len: int) -> dict[str, CostRow]:
 def time_exponents(rows: Sequence[CostRow], short: int = 256, long: int = 1024) -> dict[str, float]:
     """p with training-step time ∝ L^p, between two lengths, per method."""
     a, b = _at(rows, short), _at(rows, long)
-    return {p: math.log(b[p].train_ms / a[p].train_ms) / math.log(long / short) for p in b}
+    return {p: scaling_exponent(a[p].train_ms, short, b[p].train_ms, long) for p in b}
 
 
 @evidence("004-t5-costly")

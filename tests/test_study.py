@@ -1,11 +1,12 @@
-"""pe_book.experiments: records are complete, validated and atomic; a stopped study resumes."""
+"""pe_book.study, pe_book.results: complete, validated, atomic records; a stopped study resumes."""
 
 import json
 
 import pytest
 
-from pe_book import data, experiments
-from pe_book.experiments import StudyConfig
+from pe_book import data, results, study
+from pe_book.model import POSITIONS
+from pe_book.study import StudyConfig
 
 TINY = StudyConfig(
     train_len=8,
@@ -21,10 +22,10 @@ TINY = StudyConfig(
 
 
 def test_a_result_records_config_versions_checksum_and_cannot_run(tmp_path):
-    results = experiments.run_study(tmp_path, TINY, ("learned",), progress=False)
+    made = study.run_study(tmp_path, TINY, ("learned",), progress=False)
     record = json.loads((tmp_path / "learned.json").read_text())
-    assert record == json.loads(json.dumps(results["learned"]))
-    experiments.validate_result(record)
+    assert record == json.loads(json.dumps(made["learned"]))
+    results.validate_result(record)
     assert record["corpus_checksum"] == data.load_corpus().checksum
     assert record["config"]["steps"] == 3 and record["versions"]["torch"]
     assert record["perplexity"]["8"] > 1 and record["perplexity"]["16"] is None  # no rows past 8
@@ -32,7 +33,7 @@ def test_a_result_records_config_versions_checksum_and_cannot_run(tmp_path):
 
 def test_an_interrupted_study_resumes_and_keeps_finished_methods(tmp_path, monkeypatch):
     calls = []
-    real = experiments.run_method
+    real = study.run_method
 
     def interrupted_after_one(position, corpus, config, progress=True):
         if calls:
@@ -40,33 +41,33 @@ def test_an_interrupted_study_resumes_and_keeps_finished_methods(tmp_path, monke
         calls.append(position)
         return real(position, corpus, config, progress=progress)
 
-    monkeypatch.setattr(experiments, "run_method", interrupted_after_one)
+    monkeypatch.setattr(study, "run_method", interrupted_after_one)
     with pytest.raises(KeyboardInterrupt):
-        experiments.run_study(tmp_path, TINY, ("none", "alibi"), progress=False)
+        study.run_study(tmp_path, TINY, ("none", "alibi"), progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["none.json"]  # no partial file
     first = (tmp_path / "none.json").read_text()
 
-    monkeypatch.setattr(experiments, "run_method", real)
+    monkeypatch.setattr(study, "run_method", real)
     resumed = []
     monkeypatch.setattr(
-        experiments,
+        study,
         "run_method",
         lambda position, *a, **k: resumed.append(position) or real(position, *a, **k),
     )
-    experiments.run_study(tmp_path, TINY, ("none", "alibi"), progress=False)
+    study.run_study(tmp_path, TINY, ("none", "alibi"), progress=False)
     assert resumed == ["alibi"] and (tmp_path / "none.json").read_text() == first
 
 
 def test_a_result_from_another_config_or_a_corrupt_file_is_redone(tmp_path):
-    experiments.run_study(tmp_path, TINY, ("none",), progress=False)
+    study.run_study(tmp_path, TINY, ("none",), progress=False)
     corpus = data.load_corpus()
     path = tmp_path / "none.json"
-    assert experiments.load_result(path, TINY, corpus.checksum) is not None
-    assert experiments.load_result(path, TINY, "another corpus") is None
+    assert results.load_result(path, TINY, corpus.checksum) is not None
+    assert results.load_result(path, TINY, "another corpus") is None
     other = StudyConfig(**{**TINY.__dict__, "steps": 4})
-    assert experiments.load_result(path, other, corpus.checksum) is None
+    assert results.load_result(path, other, corpus.checksum) is None
     path.write_text('{"schema": 1, "position": "none"')  # cut off mid-write
-    assert experiments.load_result(path, TINY, corpus.checksum) is None
+    assert results.load_result(path, TINY, corpus.checksum) is None
 
 
 @pytest.mark.parametrize(
@@ -80,19 +81,19 @@ def test_a_result_from_another_config_or_a_corrupt_file_is_redone(tmp_path):
     ],
 )
 def test_validate_result_names_the_bad_field(tmp_path, change, field):
-    record = experiments.run_study(tmp_path, TINY, ("none",), progress=False)["none"]
+    record = study.run_study(tmp_path, TINY, ("none",), progress=False)["none"]
     with pytest.raises(ValueError, match=field):
-        experiments.validate_result(record | change)
+        results.validate_result(record | change)
 
 
 def test_write_atomically_leaves_no_file_when_serialising_fails(tmp_path):
     with pytest.raises(TypeError):
-        experiments.write_atomically(tmp_path / "x.json", {"bad": object()})
+        results.write_atomically(tmp_path / "x.json", {"bad": object()})
     assert list(tmp_path.iterdir()) == []
 
 
 def test_the_rope_result_adds_inference_time_scaling_past_the_training_length(tmp_path):
-    record = experiments.run_study(tmp_path, TINY, ("rope",), progress=False)["rope"]
+    record = study.run_study(tmp_path, TINY, ("rope",), progress=False)["rope"]
     scaled = record["rope_scaling"]
     assert set(scaled) == {"position interpolation", "dynamic NTK", "YaRN"}
     assert all(set(table) == {"16"} for table in scaled.values())  # only lengths > 8
@@ -100,29 +101,29 @@ def test_the_rope_result_adds_inference_time_scaling_past_the_training_length(tm
         value != record["perplexity"]["16"] for table in scaled.values() for value in table.values()
     )
     with pytest.raises(ValueError, match="rope_scaling"):
-        experiments.validate_result(record | {"rope_scaling": {"YaRN": {"16": 0.0}}})
+        results.validate_result(record | {"rope_scaling": {"YaRN": {"16": 0.0}}})
 
 
 def test_stored_results_reads_every_valid_file_and_names_a_bad_one(tmp_path):
     with pytest.raises(FileNotFoundError, match="no result files"):
-        experiments.stored_results(tmp_path)
-    experiments.run_study(tmp_path, TINY, ("alibi", "none"), progress=False)
-    assert list(experiments.stored_results(tmp_path)) == ["none", "alibi"]  # book order
+        results.stored_results(tmp_path)
+    study.run_study(tmp_path, TINY, ("alibi", "none"), progress=False)
+    assert list(results.stored_results(tmp_path)) == ["none", "alibi"]  # book order
     (tmp_path / "rope.json").write_text('{"schema": 1}')
     with pytest.raises(ValueError, match=r"rope\.json"):
-        experiments.stored_results(tmp_path)
+        results.stored_results(tmp_path)
 
 
 @pytest.mark.parametrize("folder", ["extrapolation", "extrapolation-seed1"])
 def test_the_committed_study_validates_and_matches_this_corpus(folder):
     from pathlib import Path
 
-    results = experiments.stored_results(Path(__file__).parents[1] / "results" / folder)
-    assert set(results) == set(experiments.POSITIONS)
+    stored = results.stored_results(Path(__file__).parents[1] / "results" / folder)
+    assert set(stored) == set(POSITIONS)
     checksum = data.load_corpus().checksum
-    assert all(record["corpus_checksum"] == checksum for record in results.values())
-    assert all(record["config"] == results["none"]["config"] for record in results.values())
-    assert results["none"]["config"]["seed"] == (1 if folder.endswith("seed1") else 0)
+    assert all(record["corpus_checksum"] == checksum for record in stored.values())
+    assert all(record["config"] == stored["none"]["config"] for record in stored.values())
+    assert stored["none"]["config"]["seed"] == (1 if folder.endswith("seed1") else 0)
 
 
 def test_every_length_scores_the_same_targets_and_the_capped_context_matches_at_train_len():
@@ -135,14 +136,14 @@ def test_every_length_scores_the_same_targets_and_the_capped_context_matches_at_
     model = CharLM(TINY.model_config("rope"))
     segments = data.eval_segments(data.load_corpus().valid, 32, 3)
     short, long = (
-        experiments.evaluate(model, segments, 8),
-        experiments.evaluate(model, segments, 32),
+        study.evaluate(model, segments, 8),
+        study.evaluate(model, segments, 32),
     )
     assert short.shape == long.shape == (3, 32)
     # targets 0..7 see the same context at both lengths: the first window of each segment
     assert torch.allclose(short[:, :8], long[:, :8], atol=1e-5)
     # a window of 8 moving by 8 is exactly the non-overlapping evaluation at length 8
-    capped = experiments.evaluate_sliding(model, segments, 8, 8)
+    capped = study.evaluate_sliding(model, segments, 8, 8)
     assert torch.allclose(capped, short, atol=1e-5)
 
 
@@ -151,5 +152,24 @@ def test_every_method_builds_for_short_and_long_training_lengths(train_len):
     from pe_book.model import CharLM
 
     config = StudyConfig(train_len=train_len, dim=16, n_heads=2)
-    for position in experiments.POSITIONS:
+    for position in POSITIONS:
         CharLM(config.model_config(position))
+
+
+def test_the_old_command_names_still_run_the_study_and_the_cost(monkeypatch):
+    from pe_book import cost, experiments
+
+    seen = []
+    monkeypatch.setattr(study, "main", lambda argv: seen.append(("study", argv)) or 0)
+    monkeypatch.setattr(cost, "main", lambda argv: seen.append(("cost", argv)) or 0)
+    assert experiments.main(["extrapolation", "--quick"]) == 0
+    assert experiments.main(["cost", "--no-kernels"]) == 0
+    assert experiments.main([]) == 2
+    assert seen == [("study", ["--quick"]), ("cost", ["--no-kernels"])]
+
+
+def test_the_share_of_short_contexts_is_the_early_token_curse():
+    assert study.short_context_fraction(1000, 100) == 0.1  # the ALiBi paper's Appendix B
+    assert study.short_context_fraction(64, 100) == 1.0
+    with pytest.raises(ValueError, match="seq_len"):
+        study.short_context_fraction(0, 1)
