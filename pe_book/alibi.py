@@ -39,6 +39,7 @@ __all__ = [
     "alibi_slopes",
     "bias_only_weights",
     "flex_attention_available",
+    "mean_distance",
     "row_constant_bias",
 ]
 
@@ -141,6 +142,17 @@ def bias_only_weights(slopes: torch.Tensor, m: int) -> torch.Tensor:
     m = validate_int("m", m, minimum=0)
     distance = torch.arange(m + 1, dtype=torch.float64)
     return torch.softmax(-slopes[:, None] * distance, dim=-1)
+
+
+def mean_distance(slopes: torch.Tensor, m: int) -> torch.Tensor:
+    """Mean distance of the bias-only weights of a query at position m, per head. Chapter 8.
+
+    r̄_h(m) = sum_{r=0}^{m} r w_h(r) with w_h from :func:`bias_only_weights`; for
+    s_h > 0 it tends to 1/(e^(s_h) - 1) as m grows (chapter 8 proves the closed
+    form), and for s_h = 0 it is m/2. Shape (n_heads,), float64.
+    """
+    weights = bias_only_weights(slopes, m)
+    return weights @ torch.arange(weights.shape[-1], dtype=torch.float64)
 
 
 def flex_attention_available() -> bool:

@@ -39,6 +39,7 @@ __all__ = [
     "evaluate",
     "evaluate_sliding",
     "main",
+    "perplexity",
     "rope_scalings",
     "run_method",
     "run_study",
@@ -218,10 +219,22 @@ def _scaled_rope(
             continue
         for name, scaling in rope_scalings(length, config.train_len).items():
             model.set_rope_scaling(scaling)
-            ppl = math.exp(float(evaluate(model, segments, length).mean()))
+            ppl = perplexity(evaluate(model, segments, length))
             scaled.setdefault(name, {})[str(length)] = ppl
     model.set_rope_scaling(None)
     return scaled
+
+
+def perplexity(losses: torch.Tensor | list[float]) -> float:
+    """exp of the mean loss: perplexity from per-prediction losses in nats. Chapter 9.
+
+    A list is read as float64; a tensor keeps its dtype (the study's are float32).
+    """
+    if not isinstance(losses, torch.Tensor):
+        losses = torch.tensor(list(losses), dtype=torch.float64)
+    if losses.numel() == 0:
+        raise ValueError("losses must hold at least one loss, got none")
+    return math.exp(float(losses.mean()))
 
 
 def short_context_fraction(seq_len: int, context: int) -> float:
@@ -248,7 +261,7 @@ def run_method(
     losses = train(model, corpus, config, progress=progress)
     train_seconds = time.perf_counter() - start
     segments = _segments(corpus, config)
-    perplexity: dict[str, float | None] = {}
+    by_length: dict[str, float | None] = {}
     longest: list[float] | None = None
     full: torch.Tensor | None = None
     for multiple in config.eval_multiples:
@@ -256,9 +269,9 @@ def run_method(
         try:
             scored = evaluate(model, segments, length)
         except ValueError:  # the learned table has no rows past train_len
-            perplexity[str(length)] = None
+            by_length[str(length)] = None
             continue
-        perplexity[str(length)] = math.exp(float(scored.mean()))
+        by_length[str(length)] = perplexity(scored)
         if multiple == max(config.eval_multiples):
             longest, full = scored.mean(0).tolist(), scored
     # the same targets (j >= train_len), with the context capped at train_len
@@ -278,7 +291,7 @@ def run_method(
         "train_seconds": train_seconds,
         "wall_seconds": time.perf_counter() - start,
         "train_loss_last_100": sum(losses[-100:]) / len(losses[-100:]),
-        "perplexity": perplexity,
+        "perplexity": by_length,
         "loss_by_position": longest,
         "loss_by_position_length": len(longest) if longest else None,
         "same_targets": same_targets,

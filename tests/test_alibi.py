@@ -12,7 +12,9 @@ from pe_book.alibi import (
     alibi_bias,
     alibi_reach,
     alibi_slopes,
+    bias_only_weights,
     flex_attention_available,
+    mean_distance,
     row_constant_bias,
 )
 from pe_book.attention import attention
@@ -109,6 +111,22 @@ def test_reach_is_the_first_distance_where_the_penalty_passes(n_heads, nats):
 
 def test_eight_heads_reach_ten_nats_at_20_to_2560():
     assert alibi_reach(alibi_slopes(8)).tolist() == [20 * 2**h for h in range(8)]
+
+
+@given(st.floats(0.001, 2.0), st.integers(0, 300))
+def test_mean_distance_is_the_mean_of_r_under_the_bias_only_weights(slope, m):
+    slopes = torch.tensor([slope], dtype=torch.float64)
+    weights = bias_only_weights(slopes, m)[0]
+    by_loop = sum(r * float(weights[r]) for r in range(m + 1))
+    assert math.isclose(float(mean_distance(slopes, m)[0]), by_loop, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_mean_distance_reaches_its_closed_form_far_into_the_text():
+    slopes = torch.tensor([0.5, 1 / 16, 0.0], dtype=torch.float64)
+    far = mean_distance(slopes, 2000)
+    assert math.isclose(float(far[0]), 1 / (math.exp(0.5) - 1), rel_tol=1e-12)
+    assert math.isclose(float(far[1]), 1 / (math.exp(1 / 16) - 1), rel_tol=1e-9)
+    assert float(far[2]) == 1000.0  # s = 0: uniform weights, mean m / 2
 
 
 def test_decoding_one_query_matches_the_last_row_of_the_full_pass():

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from pe_book import exercises, symmetry
-from pe_book.attention import attention
+from pe_book.attention import attention, causal_mask
 
 
 def stub(*args):
@@ -161,7 +161,7 @@ def test_chapter_8_checkers_accept_right_and_reject_wrong_answers(capsys):
 
     def masked_bias(q_len, k_len, slopes):  # -inf above the diagonal is fine too
         bias = alibi.alibi_bias(q_len, k_len, slopes)
-        return bias.masked_fill(~exercises.attn.causal_mask(q_len, k_len), float("-inf"))
+        return bias.masked_fill(~causal_mask(q_len, k_len), float("-inf"))
 
     def mean_distance(slope, m):
         weights = alibi.bias_only_weights(torch.tensor([slope]), m)[0]
@@ -279,3 +279,62 @@ def test_a_course_adds_an_exercise_with_the_public_check_and_no_package_edit(cap
     assert "all 2 cases agree with the course's answer" in capsys.readouterr().out
     with pytest.raises(ExerciseMismatch, match="case 1 of 2 does not match"):
         check("double", lambda x: x * 3, lambda x: 2 * x, cases)
+
+
+CHECKERS = sorted(name for name in exercises.__all__ if name.startswith("check_"))
+
+
+@pytest.mark.parametrize("name", CHECKERS)
+def test_every_checker_reports_a_stub_as_not_attempted(name, capsys):
+    getattr(exercises, name)(stub)
+    out = capsys.readouterr().out
+    assert out == (
+        f"{name.removeprefix('check_')}: not attempted yet.\n"
+        "  Fill in the stub above and rerun this cell; the solution is collapsed below.\n"
+    )
+
+
+@pytest.mark.parametrize("name", CHECKERS)
+def test_every_checker_names_itself_when_an_answer_is_wrong(name):
+    def wrong(*args):
+        return "not an answer"
+
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        getattr(exercises, name)(wrong)
+    assert str(raised.value).startswith(name.removeprefix("check_") + ": ")
+
+
+def test_each_checker_lives_in_its_chapters_module():
+    import importlib
+    import pkgutil
+
+    modules = [m.name for m in pkgutil.iter_modules(exercises.__path__) if m.name[:2] == "ch"]
+    assert len(modules) == 11, modules  # chapters 1 to 11
+    homes = {}
+    for module_name in modules:
+        module = importlib.import_module(f"pe_book.exercises.{module_name}")
+        chapter = int(module_name[2:4])
+        for name in module.__all__:
+            homes[name] = module_name
+            assert getattr(exercises, name) is getattr(module, name)
+            doc = getattr(module, name).__doc__
+            assert doc.startswith(f"Chapter {chapter:02d}:"), (name, doc[:20])
+    assert sorted(homes) == CHECKERS  # no checker outside a chapter module, none missing
+
+
+def test_a_grader_prefixes_its_name_and_prints_its_verdict(capsys):
+    from pe_book.exercises.grading import ExerciseMismatch, attempt, grader
+
+    @grader
+    def check_even(reader):
+        for n in (2, 4):
+            if attempt(reader, n) % 2:
+                raise ExerciseMismatch(f"n={n} gave an odd number")
+        return "both even."
+
+    check_even(lambda n: n)
+    assert capsys.readouterr().out == "even: both even.\n"
+    with pytest.raises(ExerciseMismatch, match=r"^even: n=2 gave an odd number$"):
+        check_even(lambda n: n + 1)
+    check_even(stub)
+    assert capsys.readouterr().out.startswith("even: not attempted yet.")

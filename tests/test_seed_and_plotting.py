@@ -50,27 +50,63 @@ def test_heatmap_labels_everything():
     plt.close(fig)
 
 
-def test_explorer_figures_return_the_numbers_they_draw():
-    import math
+def test_figures_return_the_numbers_they_draw_and_label_everything():
+    from pe_book import alibi, decay, rope_scaling, sinusoidal
+    from pe_book.plotting import (
+        plot_alibi_slopes,
+        plot_bias_weights,
+        plot_decay,
+        plot_rope_scaling,
+        plot_wavelengths,
+    )
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from pe_book.plotting import plot_alibi_slopes, plot_rope_scaling, plot_wavelengths
-
+    use_book_style()
     _, ax = plt.subplots()
-    lam = plot_wavelengths(ax, 128, 10000.0)
-    assert math.isclose(lam["shortest"], 2 * math.pi)
-    assert math.isclose(lam["longest"], 2 * math.pi * 10000 ** (1 - 2 / 128), rel_tol=1e-12)
-    ratios = plot_rope_scaling(ax, 4.0)
-    assert ratios["Position Interpolation"] == (0.25, 0.25, 0.25)
-    assert ratios["NTK-aware"][0] == 1.0 and math.isclose(ratios["NTK-aware"][2], 0.25)
-    from pe_book.plotting import plot_bias_weights
-
-    head = plot_bias_weights(ax, 0.5, m=2000)
-    assert head["reach"] == 20 and math.isclose(head["mean distance"], 1 / (math.e**0.5 - 1))
-    slopes = plot_alibi_slopes(ax, 12)
-    assert slopes["log2 slope"][8] == -0.5 and slopes["reach"][:2] == [20, 40]
+    lam = sinusoidal.wavelengths(128, 10000.0)
+    assert plot_wavelengths(ax, lam, base=10000.0) == {
+        "shortest": float(lam[0]),
+        "longest": float(lam[-1]),
+    }
+    theta, _ = rope_scaling.scaled_frequencies(128)
+    pi = rope_scaling.scaled_frequencies(128, scaling=rope_scaling.LinearScaling(4.0))[0]
+    ratios = plot_rope_scaling(
+        ax, 2 * torch.pi / theta, {"PI": pi / theta}, factor=4.0, original_max_len=2048
+    )
+    assert ratios == {"PI": (0.25, 0.25, 0.25)}
+    slopes = alibi.alibi_slopes(12)
+    found = plot_alibi_slopes(ax, slopes, alibi.alibi_reach(slopes))
+    assert found["log2 slope"][8] == -0.5 and found["reach"][:2] == [20, 40]
+    offsets = torch.arange(101)
+    plot_decay(
+        ax,
+        offsets,
+        decay.dot_profile(offsets, 64),
+        offsets[::10],
+        decay.integral_profile(offsets[::10], 10000.0),
+        dim=64,
+        base=10000.0,
+    )
+    one = torch.tensor([0.5], dtype=torch.float64)
+    plot_bias_weights(
+        ax, alibi.bias_only_weights(one, 100)[0], slope=0.5, mean=1.54, reach=20
+    )
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    assert ax.get_legend() is not None
     plt.close("all")
+
+
+def test_plotting_imports_no_method_module():
+    """plotting draws arrays the chapters compute; it depends on matplotlib and NumPy only."""
+    import ast
+    from pathlib import Path
+
+    import pe_book.plotting
+
+    tree = ast.parse(Path(pe_book.plotting.__file__).read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    assert imported <= {"__future__", "matplotlib", "numpy"}, imported

@@ -1,0 +1,135 @@
+"""Checkers for the exercises, one module per chapter on one grading framework.
+
+Each ``check_<name>(reader)`` runs the reader's function and ``pe_book``'s own
+implementation on the same inputs and either prints that every case agrees or
+raises :class:`ExerciseMismatch` naming the first case that does not (input,
+expected, got); a stub that still raises ``NotImplementedError`` is reported
+as "not attempted yet" without failing. Chapters call them as
+``exercises.check_<name>``; a course adds its own exercise with
+:func:`check` and :class:`Case` (see :mod:`pe_book.exercises.grading`).
+
+==================================  =========================================
+module                              chapter
+==================================  =========================================
+:mod:`~.grading`                    the framework: check, Case, grader
+:mod:`~.ch01_symmetry`              1, symmetry
+:mod:`~.ch02_taylor`                2, the Taylor expansion
+:mod:`~.ch03_sinusoidal`            3, the sinusoidal encoding
+:mod:`~.ch04_trig`                  4, trig identities
+:mod:`~.ch05_decay`                 5, decay
+:mod:`~.ch06_relative`              6, learned and relative positions
+:mod:`~.ch07_rope`                  7, RoPE
+:mod:`~.ch08_alibi`                 8, ALiBi
+:mod:`~.ch09_study`                 9, extrapolation
+:mod:`~.ch10_cost`                  10, cost
+:mod:`~.ch11_review`                11, review
+==================================  =========================================
+
+Every reference a checker compares with is a public function of the package
+(``alibi.mean_distance``, ``results.degradation``, ``study.perplexity``, ...);
+numbers a checker invents for its cases are labelled as fixtures.
+"""
+
+from __future__ import annotations
+
+from pe_book.exercises.ch01_symmetry import (
+    check_attention,
+    check_invisible_positions,
+    check_permutation_matrix,
+    check_recover_positions,
+)
+from pe_book.exercises.ch02_taylor import (
+    check_circle_solution,
+    check_diagonal_leak,
+    check_taylor_terms,
+)
+from pe_book.exercises.ch03_sinusoidal import (
+    check_base_for_wavelength,
+    check_layout_permutation,
+    check_longest_wavelength,
+    check_sinusoidal_table,
+)
+from pe_book.exercises.ch04_trig import (
+    check_bilinear_terms,
+    check_direction_matrix,
+    check_shift_matrix,
+)
+from pe_book.exercises.ch05_decay import (
+    check_decay_bound,
+    check_dot_profile,
+    check_integral_profile,
+    check_reach,
+)
+from pe_book.exercises.ch06_relative import (
+    check_relative_indices,
+    check_similarity_by_offset,
+    check_t5_bucket,
+)
+from pe_book.exercises.ch07_rope import (
+    check_layout_conversion,
+    check_ntk_frequencies,
+    check_rope_rotation,
+)
+from pe_book.exercises.ch08_alibi import (
+    check_alibi_slopes,
+    check_decoding_bias,
+    check_mean_distance,
+)
+from pe_book.exercises.ch09_study import (
+    check_degradation,
+    check_perplexity,
+    check_short_context_fraction,
+)
+from pe_book.exercises.ch10_cost import (
+    check_scaling_exponent,
+    check_shaw_parameters,
+    check_shaw_table_bytes,
+)
+from pe_book.exercises.ch11_review import (
+    check_cheapest_keeper,
+    check_keeps_quality,
+    check_offset_only,
+)
+from pe_book.exercises.grading import Case, ExerciseMismatch, check
+
+__all__ = [
+    "Case",
+    "ExerciseMismatch",
+    "check",
+    "check_alibi_slopes",
+    "check_attention",
+    "check_base_for_wavelength",
+    "check_bilinear_terms",
+    "check_cheapest_keeper",
+    "check_circle_solution",
+    "check_decay_bound",
+    "check_decoding_bias",
+    "check_degradation",
+    "check_diagonal_leak",
+    "check_direction_matrix",
+    "check_dot_profile",
+    "check_integral_profile",
+    "check_invisible_positions",
+    "check_keeps_quality",
+    "check_layout_conversion",
+    "check_layout_permutation",
+    "check_longest_wavelength",
+    "check_mean_distance",
+    "check_ntk_frequencies",
+    "check_offset_only",
+    "check_permutation_matrix",
+    "check_perplexity",
+    "check_reach",
+    "check_recover_positions",
+    "check_relative_indices",
+    "check_rope_rotation",
+    "check_scaling_exponent",
+    "check_shaw_parameters",
+    "check_shaw_table_bytes",
+    "check_shift_matrix",
+    "check_short_context_fraction",
+    "check_similarity_by_offset",
+    "check_sinusoidal_table",
+    "check_t5_bucket",
+    "check_taylor_terms",
+]

@@ -1,0 +1,79 @@
+"""Chapter 2 (Taylor expansion): the six terms, the circle solution, the leak of a diagonal H."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from pe_book import taylor
+from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+
+__all__ = ["check_circle_solution", "check_diagonal_leak", "check_taylor_terms"]
+
+def _readout_cases() -> list[Case]:
+    generator = torch.Generator().manual_seed(2)
+    cases = []
+    for d in (1, 2, 3):
+        weights = [torch.randn(d, d, generator=generator, dtype=torch.float64) for _ in range(3)]
+        w_o = torch.randn(d, generator=generator, dtype=torch.float64)
+
+        def f(a, b, weights=weights, w_o=w_o):
+            return taylor.attention_readout(a, b, *weights, w_o)
+
+        points = [torch.randn(d, generator=generator, dtype=torch.float64) for _ in range(4)]
+        cases.append(Case((f, *points), f"attention read-out with random weights, d={d}"))
+    cases.append(
+        Case(
+            (lambda a, b: (a * b).sum() ** 2, *[torch.ones(2, dtype=torch.float64)] * 4),
+            "f(x_m, x_n) = (x_m·x_n)², all inputs 1",
+        )
+    )
+    return cases
+
+
+def check_taylor_terms(reader: Callable[..., Any]) -> None:
+    """Chapter 02: ``reader(f, x_m, x_n, p_m, p_n)`` returns the six terms, in TERM_NAMES order."""
+    check(
+        "taylor_terms",
+        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        taylor.taylor_terms,
+        _readout_cases(),
+        atol=1e-9,
+    )
+
+
+def check_circle_solution(reader: Callable[[int, float], torch.Tensor]) -> None:
+    """Chapter 02: ``reader(seq_len, theta)`` returns p_m = (cos mθ, sin mθ), shape (L, 2)."""
+    cases = [
+        Case(args, f"seq_len={args[0]}, theta={args[1]}")
+        for args in [(1, 1.0), (5, 0.5), (12, 0.1), (30, 2.0)]
+    ]
+    check(
+        "circle_solution",
+        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        taylor.circle_solution,
+        cases,
+        atol=1e-12,
+    )
+
+
+@grader
+def check_diagonal_leak(reader: Callable[[float, float], tuple]) -> str:
+    """Chapter 02: ``reader(h1, h2)`` returns (A, B) with, for the paper's order
+    p_m = (sin mθ, cos mθ), p_mᵀ diag(h1, h2) p_n = A cos((m − n)θ) + B cos((m + n)θ)."""
+    p = taylor.circle_solution(20, 0.3).flip(-1)  # (20, 2): (sin mθ, cos mθ)
+    m = torch.arange(20, dtype=torch.float64)
+    diff, total = (m[:, None] - m[None, :]) * 0.3, (m[:, None] + m[None, :]) * 0.3
+    for index, (h1, h2) in enumerate([(1.0, 1.0), (1.0, 0.0), (0.3, -2.0), (2.5, 0.5)], 1):
+        coef_diff, coef_total = (float(c) for c in attempt(reader, h1, h2))
+        actual = p @ torch.diag(torch.tensor([h1, h2], dtype=torch.float64)) @ p.T
+        claimed = coef_diff * torch.cos(diff) + coef_total * torch.cos(total)
+        worst = float((claimed - actual).abs().max())
+        if worst > 1e-9:
+            raise ExerciseMismatch(
+                f"case {index} (h1={h1}, h2={h2}): your (A, B) = "
+                f"({coef_diff}, {coef_total}) misses p_mᵀHp_n by up to {worst:.3g}"
+            )
+    return "all 4 matrices agree with p_mᵀ H p_n from pe_book."

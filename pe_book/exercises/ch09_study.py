@@ -1,0 +1,59 @@
+"""Chapter 9 (extrapolation): perplexity, the early-token share, degradation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from pe_book import results, study
+from pe_book.exercises.grading import Case, check
+
+__all__ = ["check_degradation", "check_perplexity", "check_short_context_fraction"]
+
+
+def check_perplexity(reader: Callable[[list[float]], float]) -> None:
+    """Chapter 09: ``reader(losses)``: perplexity from per-prediction losses in nats."""
+    cases = [
+        Case(([0.0],), "one certain prediction"),
+        Case(([math.log(4.0)] * 3,), "three predictions at 1/4 each"),
+        Case(([0.5, 1.5, 2.5],), "losses 0.5, 1.5, 2.5"),
+    ]
+    check("perplexity", lambda losses: float(reader(losses)), study.perplexity, cases, atol=1e-9)
+
+
+def check_short_context_fraction(reader: Callable[[int, int], float]) -> None:
+    """Chapter 09: ``reader(seq_len, context)``: share of a window's predictions with
+    at most ``context`` tokens to condition on (prediction i, 1-based, sees i tokens)."""
+    cases = [
+        Case(args, f"seq_len={args[0]}, context={args[1]}")
+        for args in [(1000, 100), (2000, 100), (64, 100), (64, 0), (7, 3)]
+    ]
+    check(
+        "short_context_fraction",
+        lambda n, c: float(reader(n, c)),
+        study.short_context_fraction,
+        cases,
+        atol=1e-12,
+    )
+
+
+def check_degradation(reader: Callable[[dict[str, float | None], int], float | None]) -> None:
+    """Chapter 09: ``reader(perplexity, train_len)``: perplexity at the longest length
+    divided by perplexity at train_len; None if the model cannot run the longest.
+
+    The perplexity tables are fixtures (round numbers shaped like a study record's
+    ``"perplexity"`` field), not the study's results.
+    """
+    table = {"64": 4.0, "128": 5.0, "1024": 10.0}
+    cases = [
+        Case((table, 64), "4.0 at 64 ... 10.0 at 1024"),
+        Case(({"32": 2.0, "64": 1.5}, 32), "2.0 at 32, 1.5 at 64"),
+        Case(({"64": 3.6, "128": None, "1024": None}, 64), "cannot run past 64"),
+        Case(({"1024": 8.0, "64": 4.0}, 64), "lengths in another order"),
+    ]
+
+    def answer(perplexity: dict[str, float | None], train_len: int) -> float | None:
+        got = reader(dict(perplexity), train_len)
+        return None if got is None else float(got)
+
+    check("degradation", answer, results.degradation, cases, atol=1e-12)

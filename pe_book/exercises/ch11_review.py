@@ -1,0 +1,112 @@
+"""Chapter 11 (review): which scores depend on the offset only; reading the study's results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from pe_book import alibi, relative, results, rope, sinusoidal
+from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+
+__all__ = ["check_cheapest_keeper", "check_keeps_quality", "check_offset_only"]
+
+def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
+    """(name, score(q, k, m, n), depends on m - n only?) for chapter 11's exercise."""
+    dim = 8
+    generator = torch.Generator().manual_seed(11)
+    table = torch.randn(4096, dim, generator=generator, dtype=torch.float64)
+    bucket_bias = torch.randn(32, generator=generator, dtype=torch.float64)
+    slope = float(alibi.alibi_slopes(4)[0])
+
+    def sinusoid(m: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = sinusoidal.sinusoidal_table(torch.tensor([m, n]), dim, dtype=torch.float64)
+        return rows[0], rows[1]
+
+    def added(q: torch.Tensor, k: torch.Tensor, m: int, n: int) -> float:
+        p_m, p_n = sinusoid(m, n)
+        return float((q + p_m) @ (k + p_n))
+
+    def rotary(q: torch.Tensor, k: torch.Tensor, m: int, n: int) -> float:
+        q_m = rope.apply_rope(q[None], torch.tensor([m]))[0]
+        k_n = rope.apply_rope(k[None], torch.tensor([n]))[0]
+        return float(q_m @ k_n)
+
+    return [
+        ("no position", lambda q, k, m, n: float(q @ k), True),
+        ("sinusoidal, added to q and k", added, False),
+        ("learned table, added", lambda q, k, m, n: float((q + table[m]) @ (k + table[n])), False),
+        ("RoPE", rotary, True),
+        ("ALiBi bias", lambda q, k, m, n: float(q @ k) - slope * (m - n), True),
+        (
+            "T5 bias",
+            lambda q, k, m, n: (
+                float(q @ k) + float(bucket_bias[relative.t5_bucket(torch.tensor(m - n), False)])
+            ),
+            True,
+        ),
+        ("position-weighted score", lambda q, k, m, n: float(q @ k) * (1 + 0.01 * m), False),
+    ]
+
+
+@grader
+def check_offset_only(reader: Callable[[Callable[..., float]], bool]) -> str:
+    """Chapter 11: ``reader(score)`` tells whether score(q, k, m, n) depends on m, n only
+    through m - n (q, k: float64 vectors of 8 numbers; m, n: integers 0 .. 2000)."""
+    scores = _review_scores()
+    for index, (label, score, expected) in enumerate(scores, start=1):
+        got = attempt(reader, score)
+        if got not in (True, False) or bool(got) != expected:  # numpy booleans are fine
+            raise ExerciseMismatch(f"case {index} ({label}): expected {expected}, got {got!r}")
+    return f"all {len(scores)} score functions classified correctly."
+
+
+def check_keeps_quality(reader: Callable[[dict[str, Any], float], bool | None]) -> None:
+    """Chapter 11: ``reader(record, tolerance)``: None if the study record has no
+    full-context loss (the model cannot run long windows), else whether the full
+    context costs at most ``tolerance`` nats more than the capped one.
+
+    The records are fixtures: only the ``"same_targets"`` field of a study record,
+    with made-up losses, not the study's results.
+    """
+
+    def record(capped: float, full: float | None) -> dict[str, Any]:
+        return {"same_targets": {"capped_context_loss": capped, "full_context_loss": full}}
+
+    def reference(entry: dict[str, Any], tolerance: float) -> bool | None:
+        same = entry["same_targets"]
+        return results.keeps_quality(
+            same["capped_context_loss"], same["full_context_loss"], tolerance
+        )
+
+    cases = [
+        Case((record(1.35, 1.365), 0.02), "+0.015 with tolerance 0.02"),
+        Case((record(1.26, 1.335), 0.02), "+0.075 with tolerance 0.02"),
+        Case((record(1.30, 1.20), 0.0), "-0.10 (the context helps)"),
+        Case((record(1.34, None), 0.02), "cannot run long windows"),
+    ]
+    check("keeps_quality", reader, reference, cases)
+
+
+# Fixtures, not the study's results: made-up extra-context costs (nats) and step-time
+# ratios to NoPE, shaped like chapters 9 and 10's, so that the checker does not move
+# when the study is rerun.
+_EXTRA_FIXTURE = {"alibi": 0.013, "shaw": 0.077, "t5": 0.668, "rope": 2.0}
+_COST_FIXTURE = {"alibi": 1.28, "shaw": 7.23, "t5": 2.58, "rope": 1.01}
+
+
+def check_cheapest_keeper(
+    reader: Callable[[dict[str, float], dict[str, float], float], str | None],
+) -> None:
+    """Chapter 11: ``reader(extra, cost, tolerance)``: of the methods whose extra-context
+    loss is at most ``tolerance`` (``extra``: method -> nats), the one with the smallest
+    ``cost`` (method -> ratio to NoPE); None if no method qualifies."""
+    extra, cost = _EXTRA_FIXTURE, _COST_FIXTURE
+    cases = [
+        Case((extra, cost, 0.02), "tolerance 0.02"),
+        Case((extra, cost, 0.1), "tolerance 0.1"),
+        Case((extra, {**cost, "shaw": 1.1}, 0.1), "tolerance 0.1, a cheaper Shaw"),
+        Case((extra, cost, 0.001), "tolerance 0.001"),
+    ]
+    check("cheapest_keeper", reader, results.cheapest_keeper, cases)
