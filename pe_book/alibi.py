@@ -21,16 +21,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import torch
 
 from pe_book._validate import validate_int, validate_tensor
 from pe_book.attention import attention, query_offset
-from pe_book.positions import PositionMethod, register
-
-if TYPE_CHECKING:
-    from pe_book.model import ModelConfig
+from pe_book.positions import ModelConfig, PositionMethod, register
 
 __all__ = [
     "alibi_attention",

@@ -2,11 +2,11 @@
 
 For each sequence length L, one :class:`pe_book.model.CharLM` per position
 method (the chapter 9 model: same size, ``train_len = L`` so the learned table
-fits) is timed side by side, round-robin (``pe_book.bench.time_round_robin``):
+fits) is timed side by side, round-robin (``pe_book.measure.time_round_robin``):
 
 - a training step: forward, backward and an AdamW update on a (batch, L) batch;
 - an inference forward pass under ``torch.no_grad``;
-- the memory one training step allocates (``pe_book.bench.allocations_mib``):
+- the memory one training step allocates (``pe_book.measure.allocations_mib``):
   the largest net allocation of one operation (an L × L tensor shows here) and
   the sum of all allocations, freed or not (a measure of memory traffic, not of
   peak memory).
@@ -32,7 +32,7 @@ import torch
 
 from pe_book import data
 from pe_book._validate import validate_int
-from pe_book.bench import allocations_mib, time_round_robin
+from pe_book.measure import allocations_mib, time_round_robin
 from pe_book.model import POSITIONS, CharLM, ModelConfig
 from pe_book.results import RESULTS, SCHEMA_VERSION, versions, write_atomically
 from pe_book.seed import seed_everything

@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from pe_book._validate import validate_int, validate_tensor
-from pe_book.positions import PositionMethod, register
-
-if TYPE_CHECKING:
-    from pe_book.model import ModelConfig
+from pe_book.positions import ModelConfig, PositionMethod, register
 
 __all__ = [
     "MINILM_PACKAGE",

@@ -19,55 +19,19 @@ residual), a final LayerNorm and a linear read-out to the vocabulary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from pe_book import positions
-from pe_book._validate import validate_choice, validate_int, validate_tensor
+from pe_book._validate import validate_tensor
+from pe_book.positions import ModelConfig
 from pe_book.rope_scaling import Scaling
 
 __all__ = ["POSITIONS", "CharLM", "ModelConfig"]
 
 #: The position methods, in the book's order (the registry of ``pe_book.positions``).
 POSITIONS = positions.names()
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Size of the model and how it sees position.
-
-    ``train_len`` sizes what must be sized: the learned table has exactly
-    ``train_len`` rows (it cannot run longer inputs). ``shaw_max_offset`` is
-    Shaw et al.'s clipping distance K; T5 uses 32 causal buckets up to
-    ``t5_max_distance``.
-    """
-
-    position: str
-    vocab_size: int
-    dim: int = 128
-    n_layers: int = 2
-    n_heads: int = 4
-    train_len: int = 64
-    shaw_max_offset: int = 16
-    t5_max_distance: int = 128
-
-    def __post_init__(self) -> None:
-        validate_choice("position", self.position, POSITIONS)
-        validate_int("vocab_size", self.vocab_size, minimum=1)
-        validate_int("n_layers", self.n_layers, minimum=1)
-        validate_int("n_heads", self.n_heads, minimum=1)
-        validate_int("dim", self.dim, minimum=2)
-        if self.dim % self.n_heads or (self.dim // self.n_heads) % 2:
-            raise ValueError(
-                f"dim / n_heads must be an even integer (RoPE pairs), got dim={self.dim}, "
-                f"n_heads={self.n_heads}"
-            )
-        validate_int("train_len", self.train_len, minimum=1)
-        validate_int("shaw_max_offset", self.shaw_max_offset, minimum=0)
-        validate_int("t5_max_distance", self.t5_max_distance, minimum=1)
 
 
 class _Block(nn.Module):

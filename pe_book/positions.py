@@ -23,19 +23,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
+from pe_book._validate import validate_choice, validate_int
 from pe_book.attention import MultiHeadSelfAttention
 
-if TYPE_CHECKING:
-    from pe_book.model import ModelConfig
-    from pe_book.rope_scaling import Scaling
-
-__all__ = ["METHOD_MODULES", "PositionMethod", "build", "names", "register"]
+__all__ = ["METHOD_MODULES", "ModelConfig", "PositionMethod", "build", "names", "register"]
 
 #: The modules that register methods, in the book's order of the methods.
 METHOD_MODULES = (
@@ -50,6 +47,44 @@ METHOD_MODULES = (
 _REGISTRY: dict[str, type[PositionMethod]] = {}
 
 Rotate = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Size of the model and how it sees position (chapters 9-10).
+
+    It lives here, with the interface, because every method is built from it;
+    :mod:`pe_book.model` builds the model from it too.
+
+    ``train_len`` sizes what must be sized: the learned table has exactly
+    ``train_len`` rows (it cannot run longer inputs). ``shaw_max_offset`` is
+    Shaw et al.'s clipping distance K; T5 uses 32 causal buckets up to
+    ``t5_max_distance``.
+    """
+
+    position: str
+    vocab_size: int
+    dim: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    train_len: int = 64
+    shaw_max_offset: int = 16
+    t5_max_distance: int = 128
+
+    def __post_init__(self) -> None:
+        validate_choice("position", self.position, names())
+        validate_int("vocab_size", self.vocab_size, minimum=1)
+        validate_int("n_layers", self.n_layers, minimum=1)
+        validate_int("n_heads", self.n_heads, minimum=1)
+        validate_int("dim", self.dim, minimum=2)
+        if self.dim % self.n_heads or (self.dim // self.n_heads) % 2:
+            raise ValueError(
+                f"dim / n_heads must be an even integer (RoPE pairs), got dim={self.dim}, "
+                f"n_heads={self.n_heads}"
+            )
+        validate_int("train_len", self.train_len, minimum=1)
+        validate_int("shaw_max_offset", self.shaw_max_offset, minimum=0)
+        validate_int("t5_max_distance", self.t5_max_distance, minimum=1)
 
 
 class PositionMethod(nn.Module):
@@ -89,8 +124,9 @@ class PositionMethod(nn.Module):
         """What every layer's attention receives besides its input, for one forward call."""
         return {"bias": self.score_bias(seq_len, seq_len, dtype), "rotate": self.rotate}
 
-    def set_scaling(self, scaling: Scaling | None) -> None:
-        """Change the angles at inference time (RoPE only)."""
+    def set_scaling(self, scaling: object | None) -> None:
+        """Change the angles at inference time: a scaling of :mod:`pe_book.rope_scaling`,
+        or None for none (RoPE only; a method that can sets ``scalable``)."""
         raise ValueError(f"set_rope_scaling needs position='rope', not {self.name!r}")
 
 

@@ -20,17 +20,13 @@ causal mode keys after the query (r < 0) all fall in bucket 0.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from pe_book._validate import validate_int, validate_tensor
 from pe_book.attention import attention_weights, merge_heads, project_heads, query_offset
-from pe_book.positions import PositionMethod, register
-
-if TYPE_CHECKING:
-    from pe_book.model import ModelConfig
+from pe_book.positions import ModelConfig, PositionMethod, register
 
 __all__ = ["ShawAttention", "T5Bias", "relative_indices", "t5_bucket", "t5_bucket_ranges"]
 

@@ -1,10 +1,10 @@
-"""The committed results of the studies, as typed records with their derived measures.
+"""The committed results of chapter 9's study, as typed records with their derived measures.
 
-``results/extrapolation[-seedN]/<method>.json`` (chapter 9's study, written by
-``python -m pe_book.study``) and ``results/cost.json``
-(chapter 10's cost study). Chapters, claims and checkers read them through
-:func:`load_study` and :func:`load_cost`, so that a derived measure (the
-extra-context cost, the degradation, "keeps its quality") has one definition.
+``results/extrapolation[-seedN]/<method>.json`` is written by
+``python -m pe_book.study``. Chapters, claims and checkers read it through
+:func:`load_study`, so that a derived measure (the extra-context cost, the
+degradation, "keeps its quality") has one definition. Chapter 10's
+``results/cost.json`` is read, and validated, by :func:`pe_book.cost.load_cost`.
 """
 
 from __future__ import annotations

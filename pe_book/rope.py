@@ -24,8 +24,6 @@ Context extension (``scaling=``): the dataclasses of :mod:`pe_book.rope_scaling`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import nn
 
@@ -37,13 +35,10 @@ from pe_book._validate import (
     validate_positive_float,
     validate_tensor,
 )
-from pe_book.positions import PositionMethod, register
+from pe_book.positions import ModelConfig, PositionMethod, register
 from pe_book.rope_kernel import can_fuse, rotate_half_fused
 from pe_book.rope_scaling import DynamicNTKScaling, Scaling, scaled_frequencies
 from pe_book.sinusoidal import LAYOUTS
-
-if TYPE_CHECKING:
-    from pe_book.model import ModelConfig
 
 __all__ = [
     "Rope",

@@ -26,7 +26,6 @@ interleaved layout (chapter 4, :func:`shift_matrix`).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -38,10 +37,7 @@ from pe_book._validate import (
     validate_positive_float,
     validate_tensor,
 )
-from pe_book.positions import PositionMethod, register
-
-if TYPE_CHECKING:
-    from pe_book.model import ModelConfig
+from pe_book.positions import ModelConfig, PositionMethod, register
 
 __all__ = [
     "LAYOUTS",

@@ -195,11 +195,11 @@ def test_alibi_benchmark_reports_both_paths_against_sdpa():
 
 def test_compiled_buffers_sees_a_score_tensor_made_inside_compiled_code():
     """The profiler nets out a compiled region; reading the generated code does not."""
-    from pe_book import bench
+    from pe_book import measure
 
     q = torch.randn(4, 128, 16)
     scores_inside = torch.compile(lambda q: torch.softmax(q @ q.transpose(-1, -2), -1) @ q)
-    assert (4, 128, 128) in bench.compiled_buffers(lambda: scores_inside(q))
+    assert (4, 128, 128) in measure.compiled_buffers(lambda: scores_inside(q))
 
 
 def test_fused_alibi_allocates_nothing_larger_than_its_output():

@@ -105,3 +105,4 @@ def test_the_order_does_not_depend_on_which_module_was_imported_first():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == str(positions.names())
+

@@ -18,6 +18,7 @@ __all__ = [
     "check_recover_positions",
 ]
 
+
 def check_permutation_matrix(reader: Callable[[Sequence[int]], torch.Tensor]) -> None:
     """Chapter 01: ``reader(perm)`` must return P (float32) with P @ X == X[perm]."""
     perms = [p for n in (1, 2, 3) for p in itertools.permutations(range(n))]

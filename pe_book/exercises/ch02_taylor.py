@@ -12,6 +12,7 @@ from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, gr
 
 __all__ = ["check_circle_solution", "check_diagonal_leak", "check_taylor_terms"]
 
+
 def _readout_cases() -> list[Case]:
     generator = torch.Generator().manual_seed(2)
     cases = []
@@ -37,10 +38,11 @@ def check_taylor_terms(reader: Callable[..., Any]) -> None:
     """Chapter 02: ``reader(f, x_m, x_n, p_m, p_n)`` returns the six terms, in TERM_NAMES order."""
     check(
         "taylor_terms",
-        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        reader,
         taylor.taylor_terms,
         _readout_cases(),
         atol=1e-9,
+        as_tensor=torch.float64,
     )
 
 
@@ -52,10 +54,11 @@ def check_circle_solution(reader: Callable[[int, float], torch.Tensor]) -> None:
     ]
     check(
         "circle_solution",
-        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        reader,
         taylor.circle_solution,
         cases,
         atol=1e-12,
+        as_tensor=torch.float64,
     )
 
 

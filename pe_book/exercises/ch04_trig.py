@@ -15,16 +15,18 @@ from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, gr
 
 __all__ = ["check_bilinear_terms", "check_direction_matrix", "check_shift_matrix"]
 
+
 def check_shift_matrix(reader: Callable[[int, int, float], torch.Tensor]) -> None:
     """Chapter 04: ``reader(offset, dim, base)`` must return M_k with PE(m + k) = M_k PE(m)."""
     sizes = [(0, 2, 10000.0), (1, 4, 10000.0), (5, 8, 100.0), (-3, 6, 10000.0), (40, 16, 1e5)]
     cases = [Case(size, f"offset={size[0]}, dim={size[1]}, base={size[2]:g}") for size in sizes]
     check(
         "shift_matrix",
-        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        reader,
         sinusoidal.shift_matrix,
         cases,
         atol=1e-6,  # float32 answers are fine
+        as_tensor=torch.float64,
     )
 
 

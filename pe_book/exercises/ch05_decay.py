@@ -33,10 +33,11 @@ def _check_offset_profile(
     ]
     check(
         name,
-        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        reader,
         reference,
         cases,
         atol=1e-6,
+        as_tensor=torch.float64,
     )
 
 
@@ -79,4 +80,3 @@ def check_reach(reader: Callable[[int, float, float], int]) -> None:
 def check_decay_bound(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
     """Chapter 05: ``reader(offsets, dim, base)`` returns (1/(d/2)) Σ_j |S_j| per offset."""
     _check_offset_profile("decay_bound", reader, decay.rope_decay_bound)
-

@@ -11,6 +11,7 @@ from pe_book.exercises.grading import Case, check
 
 __all__ = ["check_relative_indices", "check_similarity_by_offset", "check_t5_bucket"]
 
+
 def check_relative_indices(
     reader: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor],
 ) -> None:
@@ -27,10 +28,11 @@ def check_relative_indices(
     )
     check(
         "relative_indices",
-        lambda *a: torch.as_tensor(reader(*a)).long(),
+        reader,
         relative.relative_indices,
         cases,
         atol=0.0,
+        as_tensor=torch.int64,
     )
 
 
@@ -48,10 +50,11 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
     ]
     check(
         "t5_bucket",
-        lambda *a: torch.as_tensor(reader(*a)).long(),
+        reader,
         relative.t5_bucket,
         cases,
         atol=0.0,
+        as_tensor=torch.int64,
     )
 
 
@@ -66,9 +69,9 @@ def check_similarity_by_offset(reader: Callable[[torch.Tensor], torch.Tensor]) -
     cases = [Case((table,), f"table of shape {tuple(table.shape)}") for table in tables]
     check(
         "similarity_by_offset",
-        lambda t: torch.as_tensor(reader(t), dtype=torch.float64),
+        reader,
         learned.similarity_by_offset,
         cases,
         atol=1e-6,
+        as_tensor=torch.float64,
     )
-

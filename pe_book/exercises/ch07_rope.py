@@ -11,6 +11,7 @@ from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, gr
 
 __all__ = ["check_layout_conversion", "check_ntk_frequencies", "check_rope_rotation"]
 
+
 def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Chapter 07: ``reader(x, positions)`` rotates x (L, d) with interleaved pairs, float64."""
     generator = torch.Generator().manual_seed(7)
@@ -21,10 +22,11 @@ def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Ten
         cases.append(Case((x, positions), f"x {tuple(x.shape)}, positions {positions.tolist()}"))
     check(
         "rope_rotation",
-        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        reader,
         lambda x, positions: rope.apply_rope(x, positions),
         cases,
         atol=1e-9,
+        as_tensor=torch.float64,
     )
 
 
@@ -55,9 +57,9 @@ def check_ntk_frequencies(reader: Callable[[int, float, float], torch.Tensor]) -
 
     check(
         "ntk_frequencies",
-        lambda *a: torch.as_tensor(reader(*a), dtype=torch.float64),
+        reader,
         reference,
         cases,
         atol=1e-12,
+        as_tensor=torch.float64,
     )
-

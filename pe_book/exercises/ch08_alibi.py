@@ -13,15 +13,17 @@ from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, gr
 
 __all__ = ["check_alibi_slopes", "check_decoding_bias", "check_mean_distance"]
 
+
 def check_alibi_slopes(reader: Callable[[int], Any]) -> None:
     """Chapter 08: ``reader(n_heads)`` returns the n_heads slopes s_h (any sequence of floats)."""
     cases = [Case((n,), f"n_heads={n}") for n in (1, 2, 4, 8, 16, 3, 6, 12, 20)]
     check(
         "alibi_slopes",
-        lambda n: torch.as_tensor(reader(n), dtype=torch.float64),
+        reader,
         alibi.alibi_slopes,
         cases,
         atol=1e-7,
+        as_tensor=torch.float64,
     )
 
 

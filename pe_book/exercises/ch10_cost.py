@@ -11,6 +11,7 @@ from pe_book.exercises.grading import Case, check
 
 __all__ = ["check_scaling_exponent", "check_shaw_parameters", "check_shaw_table_bytes"]
 
+
 def check_shaw_parameters(reader: Callable[[int, int, int, bool], int]) -> None:
     """Chapter 10: ``reader(n_layers, max_offset, d_head, values)``: parameters of
     Shaw et al.'s position tables in a model of ``n_layers`` layers."""

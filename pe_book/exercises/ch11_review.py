@@ -12,6 +12,7 @@ from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, gr
 
 __all__ = ["check_cheapest_keeper", "check_keeps_quality", "check_offset_only"]
 
+
 def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
     """(name, score(q, k, m, n), depends on m - n only?) for chapter 11's exercise."""
     dim = 8

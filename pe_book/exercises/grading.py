@@ -141,6 +141,7 @@ def check(
     *,
     atol: float = 1e-5,
     against: str = "pe_book",
+    as_tensor: torch.dtype | None = None,
 ) -> None:
     """Compare ``reader`` with ``reference`` (or each case's ``expected``) on every case.
 
@@ -155,7 +156,9 @@ def check(
                         [Case((3,), "x = 3"), Case((0.5,), "x = 0.5", expected=1.0)],
                         against="the course's answer")
 
-    ``against`` names what the reader is compared with in the final message.
+    ``against`` names what the reader is compared with in the final message;
+    ``as_tensor`` (a dtype) converts the reader's answer to a tensor of that dtype
+    first, so a list, an array or a float32 answer is accepted.
     """
     cases = list(cases)
     with _grading(name):
@@ -165,6 +168,8 @@ def check(
             expected = reference(*case.args) if case.expected is None else case.expected
             try:
                 got = attempt(reader, *case.args)
+                if as_tensor is not None:
+                    got = torch.as_tensor(got, dtype=as_tensor)
             except _NotAttempted:
                 raise
             except Exception as exc:

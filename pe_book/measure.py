@@ -1,0 +1,105 @@
+"""Measuring tools for the benchmarks (chapters 7, 8) and the cost study (chapter 10).
+
+:func:`time_round_robin` times functions in turns; :func:`allocations_mib` reads
+what one call allocates with PyTorch's profiler; :func:`compiled_buffers` reads
+the buffers of code PyTorch's compiler generates, which the profiler cannot see.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+__all__ = ["allocations_mib", "compiled_buffers", "time_round_robin"]
+
+
+def time_round_robin(
+    functions: dict[str, Callable[[], object]], rounds: int = 20, warmup: int = 2
+) -> dict[str, float]:
+    """Median wall time in milliseconds of each function, timed in turns.
+
+    Every round calls each function once, in order, so slow drifts of the
+    machine (frequency scaling, other processes, a cold allocator) hit every
+    method alike instead of whichever happened to be timed first.
+    """
+    for function in functions.values():
+        for _ in range(warmup):
+            function()
+    times: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(rounds):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            times[name].append(time.perf_counter() - start)
+    return {name: 1000 * statistics.median(t) for name, t in times.items()}
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null for the duration.
+
+    PyTorch's profiler (Kineto) writes a timestamped "profiler_start/stop" line to
+    the process's stderr from C++, which no setting turns off; in a notebook it
+    would land in the cell's output. Python-level errors still raise normally.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def allocations_mib(function: Callable[[], object]) -> tuple[float, float]:
+    """(largest single allocation, total allocated) by one call, in MiB.
+
+    Measured with PyTorch's profiler (``profile_memory=True``): every allocation a
+    PyTorch operation makes itself, wherever the memory comes from. Unlike the
+    process's resident memory, this does not depend on whether the allocator
+    reuses memory freed earlier, so an L × L tensor shows up in every run. The
+    function is called once before, so one-time work (compilation, caches) is
+    not counted. Allocations outside PyTorch operations are not seen.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    function()
+    gc.collect()
+    with (
+        _quiet_stderr(),
+        profile(activities=[ProfilerActivity.CPU], profile_memory=True) as recorded,
+    ):
+        function()
+    sizes = [e.self_cpu_memory_usage for e in recorded.events() if e.self_cpu_memory_usage > 0]
+    return max(sizes, default=0) / 2**20, sum(sizes) / 2**20
+
+
+_BUFFER = re.compile(r"empty_strided_cpu\(\(([0-9, ]*)\)")
+
+
+def compiled_buffers(function: Callable[[], object]) -> list[tuple[int, ...]]:
+    """Shapes of every buffer the code Inductor generates for ``function`` allocates.
+
+    PyTorch's profiler (:func:`allocations_mib`) reports a compiled region as one
+    operation with its *net* allocation, so a tensor made and freed inside it is
+    invisible there. This reads the generated code instead (each
+    ``empty_strided_cpu`` call). Run it in a fresh process (see
+    :func:`pe_book.bench.fused_alibi_buffers`): only code compiled during the call is seen, and
+    shapes must be static to be read.
+    """
+    from torch._inductor.utils import run_and_get_code
+
+    _, codes = run_and_get_code(function)
+    return [
+        tuple(int(size) for size in match.group(1).replace(" ", "").split(",") if size)
+        for code in codes
+        for match in _BUFFER.finditer(code)
+    ]
