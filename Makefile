@@ -11,7 +11,7 @@
 #   make annotate     write every chapter's slide metadata by the rule (tools/slides.py)
 #   make git-nbdime   register nbdime's notebook-aware git diff and merge drivers in this clone
 #   make lock   re-resolve requirements/lock.txt from pyproject.toml's ranges
-#   make screenshot [PAGE="05_decay 08_alibi"]   render chapter pages in headless Chromium to screenshots/
+#   make screenshot [PAGE="05_decay 09_alibi"]   render chapter pages in headless Chromium to screenshots/
 #   make slides       every chapter as offline reveal.js slides in build/slides/ (npm fetches reveal.js once)
 #   make browser-check   build the book, then open every chapter in headless Chromium (tests/test_book_in_browser.py)
 #   make check-lock   every pin but torch installs from PyPI alone (needs the network; not part of make test)

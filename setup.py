@@ -1,6 +1,6 @@
 """Builds pe_book's one compiled module; everything else is in pyproject.toml.
 
-pe_book._rope_kernel: the fused half-layout RoPE loop (chapter 7, section 7.6).
+pe_book._rope_kernel: the fused half-layout RoPE loop (chapter 12, section 12.6).
 Plain C against Python's headers only (no PyTorch headers, so building needs
 no torch and takes about a second); OpenMP shares its rows among threads.
 """

@@ -46,7 +46,7 @@ The book around the code
 - ``pe_book.exhibits``      other people's buggy sinusoidal tables, kept to be dissected (ch. 03)
 - ``pe_book.glossary``      the bilingual glossary (ch. 11)
 - ``pe_book.exercises``     the exercise checkers: a grading framework and one module per
-                            chapter (``pe_book.exercises.ch01_symmetry`` ... ``.ch11_review``)
+                            chapter (``pe_book.exercises.ch01_symmetry`` ... ``.ch13_review``)
 - ``pe_book.plotting``      the book's figure style and its recurring figures, drawn from arrays
 - ``pe_book.reading``       shows readers the code a chapter relies on (ch. 02)
 - ``pe_book.seed``          deterministic cells

@@ -1,4 +1,4 @@
-/* Fused RoPE for the "half" layout (GPT-NeoX, Llama's rotate_half): chapter 7, section 7.6.
+/* Fused RoPE for the "half" layout (GPT-NeoX, Llama's rotate_half): chapter 12, section 12.6.
  *
  * Pair j of a row of x (length d = 2h) is (x[j], x[j + h]). For the row at position t:
  *
@@ -122,7 +122,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_rope_kernel",
-    .m_doc = "Fused half-layout RoPE in C (chapter 7); use pe_book.rope_kernel, not this module.",
+    .m_doc = "Fused half-layout RoPE in C (chapter 12); use pe_book.rope_kernel, not this module.",
     .m_size = -1,
     .m_methods = methods,
 };

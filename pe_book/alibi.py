@@ -1,4 +1,4 @@
-"""ALiBi (chapter 8): no position vectors, a penalty linear in distance, one slope per head.
+"""ALiBi (chapter 9): no position vectors, a penalty linear in distance, one slope per head.
 
 Press, Smith and Lewis, *Train Short, Test Long* (ICLR 2022). Head h adds
 
@@ -45,7 +45,7 @@ def _power_of_two_slopes(n: int) -> list[float]:
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """The paper's slopes s_h for ``n_heads`` heads, float64, shape (n_heads,). Chapter 8.
+    """The paper's slopes s_h for ``n_heads`` heads, float64, shape (n_heads,). Chapter 9.
 
     Power of two: s_h = 2^(-8 (h+1) / n). Otherwise, with n0 = 2^floor(log2 n):
     the n0 slopes of n0 heads, then 2^(-4 (2j+1) / n0) for j < n - n0 (the
@@ -73,7 +73,7 @@ def alibi_bias(
     causal: bool = True,
     offset: int | None = None,
 ) -> torch.Tensor:
-    """ALiBi bias of shape (n_heads, q_len, k_len), in the slopes' dtype. Chapter 8.
+    """ALiBi bias of shape (n_heads, q_len, k_len), in the slopes' dtype. Chapter 9.
 
     Query i sits at position m = offset + i and key j at n = j; the default
     ``offset = k_len - q_len`` puts the queries at the end of the keys (decoding
@@ -96,7 +96,7 @@ def alibi_bias(
 
 
 def row_constant_bias(k_len: int, slopes: torch.Tensor) -> torch.Tensor:
-    """The official causal code's bias +s_h · n, shape (n_heads, 1, k_len). Chapter 8.
+    """The official causal code's bias +s_h · n, shape (n_heads, 1, k_len). Chapter 9.
 
     The same row for every query: it differs from -s_h (m - n) by s_h · m, a
     constant within row m, which softmax ignores. So it equals ALiBi only where
@@ -110,7 +110,7 @@ def row_constant_bias(k_len: int, slopes: torch.Tensor) -> torch.Tensor:
 
 
 def alibi_reach(slopes: torch.Tensor, nats: float = 10.0) -> torch.Tensor:
-    """Smallest integer distance r with s_h · r >= nats, per head (int64). Chapter 8.
+    """Smallest integer distance r with s_h · r >= nats, per head (int64). Chapter 9.
 
     The bias alone divides the weight of a key r positions back by e^(s_h r)
     relative to the query's own position; past the reach that factor exceeds
@@ -132,7 +132,7 @@ def bias_only_weights(slopes: torch.Tensor, m: int) -> torch.Tensor:
 
     What head h does when q · k is the same for every key: weights
     w_h(r) = e^(-s_h r) / sum_{r'=0}^{m} e^(-s_h r'), indexed by the distance
-    r = m - n (column r). Shape (n_heads, m + 1), float64. Chapter 8.
+    r = m - n (column r). Shape (n_heads, m + 1), float64. Chapter 9.
     """
     slopes = _check_slopes(slopes).double()
     m = validate_int("m", m, minimum=0)
@@ -141,10 +141,10 @@ def bias_only_weights(slopes: torch.Tensor, m: int) -> torch.Tensor:
 
 
 def mean_distance(slopes: torch.Tensor, m: int) -> torch.Tensor:
-    """Mean distance of the bias-only weights of a query at position m, per head. Chapter 8.
+    """Mean distance of the bias-only weights of a query at position m, per head. Chapter 9.
 
     r̄_h(m) = sum_{r=0}^{m} r w_h(r) with w_h from :func:`bias_only_weights`; for
-    s_h > 0 it tends to 1/(e^(s_h) - 1) as m grows (chapter 8 proves the closed
+    s_h > 0 it tends to 1/(e^(s_h) - 1) as m grows (chapter 9 proves the closed
     form), and for s_h = 0 it is m/2. Shape (n_heads,), float64.
     """
     weights = bias_only_weights(slopes, m)
@@ -205,7 +205,7 @@ def alibi_attention(
     causal: bool = True,
     fused: bool = False,
 ) -> torch.Tensor:
-    """softmax(q kᵀ/√d + ALiBi bias [+ causal mask]) v. Chapter 8.
+    """softmax(q kᵀ/√d + ALiBi bias [+ causal mask]) v. Chapter 9.
 
     Shapes: q (B, H, q_len, d), k (B, H, k_len, d), v (B, H, k_len, d_v),
     slopes (H,); returns (B, H, q_len, d_v). Queries sit at the end of the
@@ -238,7 +238,7 @@ def alibi_attention(
 
 @register("alibi")
 class AlibiPositions(PositionMethod):
-    """ALiBi in chapter 9's model: the bias -s_h (m - n) on every layer's scores, no parameters."""
+    """ALiBi in chapter 11's model: the bias -s_h (m - n) on every layer's scores, no parameters."""
 
     slopes: torch.Tensor
 

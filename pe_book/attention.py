@@ -1,6 +1,6 @@
 """Scaled dot-product attention: the layer every chapter puts positions into.
 
-Chapter 01 derives its symmetry; later chapters add a bias to its scores
+Chapter 1 derives its symmetry; later chapters add a bias to its scores
 (ALiBi, T5), rotate its queries and keys (RoPE), or add vectors to its input
 (sinusoidal, learned). The formula, for one head::
 
@@ -116,7 +116,7 @@ def _additive_mask(
     if bias is not None and 2 < bias.ndim < q.ndim:
         # PyTorch's fused CPU attention kernel takes 2-D or 4-D masks only; a 3-D
         # (heads, q_len, k_len) mask sends it to the unfused path, which builds the
-        # full (batch, heads, q_len, k_len) scores (chapter 10 measures the cost).
+        # full (batch, heads, q_len, k_len) scores (chapter 12 measures the cost).
         bias = bias.reshape((1,) * (q.ndim - bias.ndim) + tuple(bias.shape))
     return bias
 
@@ -134,7 +134,7 @@ def attention(
     Shapes: q (..., q_len, d), k (..., k_len, d), v (..., k_len, d_v);
     bias broadcastable to (..., q_len, k_len); returns (..., q_len, d_v).
     With ``causal=True`` query i sees keys j <= i + (k_len - q_len) (see
-    ``causal_mask``). Chapter 01.
+    ``causal_mask``). Chapter 1.
     """
     _check_qkv(q, k, v)
     if causal and bias is None and q.shape[-2] == k.shape[-2]:
@@ -153,7 +153,7 @@ def attention_weights(
     """The attention matrix softmax(q kᵀ / √d + bias + causal mask), shape (..., q_len, k_len).
 
     Each row sums to 1. ``attention(q, k, v, ...)`` equals ``attention_weights(q, k, ...) @ v``;
-    this explicit form exists for figures and proofs. Chapter 01.
+    this explicit form exists for figures and proofs. Chapter 1.
     """
     _check_qkv(q, k, None)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_len, k_len)
@@ -197,7 +197,7 @@ class MultiHeadSelfAttention(nn.Module):
     Positions enter only through what the caller adds to ``x`` or passes as ``bias``.
 
     Shapes: x (batch, seq, dim) or (seq, dim); bias broadcastable to
-    (batch, n_heads, seq, seq); output has the shape of x. Chapter 01.
+    (batch, n_heads, seq, seq); output has the shape of x. Chapter 1.
     """
 
     def __init__(self, dim: int, n_heads: int, *, qkv_bias: bool = False) -> None:

@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m pe_book.bench rope`` (chapter 7), ``... alibi`` (chapter 8).
+"""Benchmarks: ``python -m pe_book.bench rope`` (section 12.6), ``... alibi`` (section 12.7).
 
 ``--check`` turns a benchmark into a test of the book's speed targets: it exits
 with status 1 when a target is missed (:data:`ROPE_TARGET`, :data:`ALIBI_TARGET`).
@@ -68,7 +68,7 @@ def _rotary_embedding_torch(q: torch.Tensor, k: torch.Tensor) -> Callable[[], ob
     return lambda: (rotary.rotate_queries_or_keys(q), rotary.rotate_queries_or_keys(k))
 
 
-#: The shape of q and k in chapter 7's benchmark: (batch, heads, seq_len, dim), float32.
+#: The shape of q and k in chapter 12's RoPE benchmark: (batch, heads, seq_len, dim), float32.
 ROPE_SHAPE = (4, 8, 2048, 64)
 
 
@@ -222,7 +222,7 @@ def alibi_benchmark(
 ) -> list[tuple[int, str, float, float, float]]:
     """(L, method, ms, ratio to causal SDPA, largest allocation in MiB) for ALiBi's two paths.
 
-    Chapter 8. Each path is warmed up (the fused one compiles) before timing;
+    Section 12.7. Each path is warmed up (the fused one compiles) before timing;
     methods are timed round-robin at each L.
     """
     from pe_book.alibi import alibi_slopes
@@ -241,10 +241,10 @@ def alibi_benchmark(
     return rows
 
 
-#: Chapter 7's target: pe_book's default path in either layout costs at most this many
+#: Chapter 12's RoPE target: pe_book's default path in either layout costs at most this many
 #: times a copy of q and k, with fresh output pages (median over processes).
 ROPE_TARGET = 1.3
-#: Chapter 8's target: ALiBi's fused path costs at most this many times plain causal
+#: Section 12.7's target: ALiBi's fused path costs at most this many times plain causal
 #: SDPA, and allocates nothing as large as one (H, L, L) float32 tensor.
 ALIBI_TARGET = 1.25
 

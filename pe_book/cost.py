@@ -1,7 +1,7 @@
-"""What position costs (chapter 10): time and memory of each method relative to NoPE.
+"""What position costs (chapter 12): time and memory of each method relative to NoPE.
 
 For each sequence length L, one :class:`pe_book.model.CharLM` per position
-method (the chapter 9 model: same size, ``train_len = L`` so the learned table
+method (the chapter 11 model: same size, ``train_len = L`` so the learned table
 fits) is timed side by side, round-robin (``pe_book.measure.time_round_robin``):
 
 - a training step: forward, backward and an AdamW update on a (batch, L) batch;
@@ -149,7 +149,7 @@ def load_cost(path: str | Path | None = None) -> dict[str, Any]:
 
 
 def scaling_exponent(t1: float, l1: int, t2: float, l2: int) -> float:
-    """The exponent p of time ∝ L^p through two measurements (t1 at l1, t2 at l2). Chapter 10."""
+    """The exponent p of time ∝ L^p through two measurements (t1 at l1, t2 at l2). Chapter 12."""
     return math.log(t2 / t1) / math.log(l2 / l1)
 
 
@@ -185,10 +185,10 @@ def print_cost(quick: bool, kernels: bool, out: Path | None) -> None:
         )
     if not kernels:
         return
-    print("\nRoPE kernels (chapter 7), median over 3 fresh processes, ratio to a copy of q, k:")
+    print("\nRoPE kernels (section 12.6), median over 3 fresh processes, ratio to a copy of q, k:")
     for name, ms, ratio, low, high in bench.rope_benchmark_in_processes(processes=3, repeats=10):
         print(f"  {name:<34} {ms:>7.2f} ms {ratio:>6.2f} [{low:.2f}..{high:.2f}]")
-    print("\nALiBi attention (chapter 8), ratio to causal SDPA without bias:")
+    print("\nALiBi attention (section 12.7), ratio to causal SDPA without bias:")
     for seq_len, name, ms, ratio, largest in bench.alibi_benchmark((1024,), repeats=3):
         print(f"  L={seq_len} {name:<30} {ms:>7.1f} ms {ratio:>6.2f} largest {largest:>5.0f} MiB")
 

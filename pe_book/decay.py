@@ -66,7 +66,7 @@ def dot_profile(offsets: object, dim: int, base: float = 10000.0) -> torch.Tenso
 
 
 def profile_from_frequencies(offsets: object, theta: torch.Tensor) -> torch.Tensor:
-    """mean_i cos(r θ_i) for any frequencies θ (e.g. after RoPE scaling, chapter 7); float64."""
+    """mean_i cos(r θ_i) for any frequencies θ (e.g. after RoPE scaling, chapter 8); float64."""
     validate_tensor("theta", theta, ndim=1, floating=True)
     r = _offsets(offsets)
     return torch.cos(r[:, None] * theta.to(torch.float64)[None, :]).mean(-1)  # (len(r),)

@@ -1,4 +1,4 @@
-"""The book's study commands under their first name (chapters 9 and 10).
+"""The book's study commands under their first name (chapters 11 and 12).
 
 ``python -m pe_book.experiments extrapolation [--quick] [--seed N] ...`` is
 ``python -m pe_book.study ...`` (:mod:`pe_book.study`), and

@@ -153,7 +153,7 @@ def power_spectrum(table: torch.Tensor) -> torch.Tensor:
 
 @register("learned")
 class LearnedTablePositions(PositionMethod):
-    """A trainable table of train_len rows added to the token vectors in chapter 9's model."""
+    """A trainable table of train_len rows added to the token vectors in chapter 11's model."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)

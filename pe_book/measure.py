@@ -1,4 +1,4 @@
-"""Measuring tools for the benchmarks (chapters 7, 8) and the cost study (chapter 10).
+"""Measuring tools for the benchmarks and the cost study (chapter 12).
 
 :func:`time_round_robin` times functions in turns; :func:`allocations_mib` reads
 what one call allocates with PyTorch's profiler; :func:`compiled_buffers` reads

@@ -1,4 +1,4 @@
-"""A small decoder-only character LM whose only varying part is ``position=`` (chapters 9-10).
+"""A small decoder-only character LM whose only varying part is ``position=`` (chapters 11-12).
 
 Every method comes from its chapter's module; nothing is implemented twice:
 
@@ -51,7 +51,7 @@ class _Block(nn.Module):
 
 
 class CharLM(nn.Module):
-    """``forward(tokens)``: ids (batch, L) int64 -> logits (batch, L, vocab_size). Chapter 9.
+    """``forward(tokens)``: ids (batch, L) int64 -> logits (batch, L, vocab_size). Chapter 11.
 
     Position enters only through ``self.position``, the method ``config.position``
     names (:mod:`pe_book.positions`): it may add to the embeddings, give every layer a
@@ -87,5 +87,5 @@ class CharLM(nn.Module):
         return self.token_losses(inputs, targets).mean()
 
     def set_rope_scaling(self, scaling: Scaling | None) -> None:
-        """Swap the RoPE angles for a context-extension method, no retraining (chapter 7)."""
+        """Swap the RoPE angles for a context-extension method, no retraining (chapter 8)."""
         self.position.set_scaling(scaling)

@@ -110,7 +110,7 @@ def plot_wavelengths(ax, wavelengths, *, base: float) -> dict[str, float]:
 def plot_rope_scaling(
     ax, wavelength, ratios, *, factor: float, original_max_len: int
 ) -> dict[str, tuple[float, float, float]]:
-    """Chapter 7's figure: θ'_i / θ_i against the wavelength of pair i, one curve per
+    """Chapter 8's figure: θ'_i / θ_i against the wavelength of pair i, one curve per
     context-extension method (``ratios``: method name -> ratio per pair).
 
     Returns, per method, the ratio at the fastest pair, at the pair whose wavelength
@@ -132,7 +132,7 @@ def plot_rope_scaling(
 
 
 def plot_alibi_slopes(ax, slopes, reach, *, nats: float = 10.0) -> dict[str, list]:
-    """Chapter 8's figure: each head's reach (penalty >= ``nats``) and 1/s_h, head by head.
+    """Chapter 9's figure: each head's reach (penalty >= ``nats``) and 1/s_h, head by head.
 
     Returns the slopes' log2 and the reaches, head by head (official order).
     """
@@ -153,7 +153,7 @@ def plot_alibi_slopes(ax, slopes, reach, *, nats: float = 10.0) -> dict[str, lis
 def plot_bias_weights(
     ax, weights, *, slope: float, mean: float, reach: int, nats: float = 10.0
 ) -> None:
-    """Chapter 8's figure: one head's bias-only attention weights w(r) ∝ e^(-s r) over the
+    """Chapter 9's figure: one head's bias-only attention weights w(r) ∝ e^(-s r) over the
     distances r = 0..m, with its mean distance and its reach (first r with s r >= ``nats``)."""
     weights = _array(weights)
     m = len(weights) - 1

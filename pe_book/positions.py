@@ -1,13 +1,13 @@
 """What a position method may do to a Transformer, and the registry of methods by name.
 
-Chapter 9's model (:class:`pe_book.model.CharLM`) asks its method, never its name,
+Chapter 11's model (:class:`pe_book.model.CharLM`) asks its method, never its name,
 where position enters. A method may do any of four things, each a hook whose
 default does nothing:
 
 - ``embed(x)``: add a vector to the token embeddings, ``x + p_m`` (sinusoidal,
   learned; chapters 3, 6);
 - ``score_bias(q_len, k_len, dtype, offset)``: a bias added to every layer's
-  scores, (H, q_len, k_len), built once per call (T5, ALiBi; chapters 6, 8);
+  scores, (H, q_len, k_len), built once per call (T5, ALiBi; chapters 6, 9);
 - ``rotate(q, k)``: turn queries and keys before their dot product (RoPE, ch. 7);
 - ``make_attention(config)``: bring its own attention layer, and say with
   ``layer_inputs`` what each layer receives (Shaw et al.; chapter 6).
@@ -51,7 +51,7 @@ Rotate = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Size of the model and how it sees position (chapters 9-10).
+    """Size of the model and how it sees position (chapters 11-12).
 
     It lives here, with the interface, because every method is built from it;
     :mod:`pe_book.model` builds the model from it too.

@@ -199,7 +199,7 @@ class T5Bias(nn.Module):
 
 @register("shaw")
 class ShawPositions(PositionMethod):
-    """Shaw et al. in chapter 9's model: every layer is a ShawAttention (its own tables)."""
+    """Shaw et al. in chapter 11's model: every layer is a ShawAttention (its own tables)."""
 
     def make_attention(self, config: ModelConfig) -> nn.Module:
         return ShawAttention(config.dim, config.n_heads, config.shaw_max_offset)
@@ -210,7 +210,7 @@ class ShawPositions(PositionMethod):
 
 @register("t5")
 class T5Positions(PositionMethod):
-    """T5 in chapter 9's model: one learned causal bias, built once per call, shared by layers."""
+    """T5 in chapter 11's model: one learned causal bias, built once per call, shared by layers."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)

@@ -1,9 +1,9 @@
-"""The committed results of chapter 9's study, as typed records with their derived measures.
+"""The committed results of chapter 11's study, as typed records with their derived measures.
 
 ``results/extrapolation[-seedN]/<method>.json`` is written by
 ``python -m pe_book.study``. Chapters, claims and checkers read it through
 :func:`load_study`, so that a derived measure (the extra-context cost, the
-degradation, "keeps its quality") has one definition. Chapter 10's
+degradation, "keeps its quality") has one definition. Chapter 12's
 ``results/cost.json`` is read, and validated, by :func:`pe_book.cost.load_cost`.
 """
 
@@ -48,7 +48,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 #: A method *keeps its quality* on longer inputs when the same characters cost it at
 #: most this many nats more with the full context than with a training-length one
-#: (about 2% in perplexity; chapter 9, section 9.3).
+#: (about 2% in perplexity; chapter 11, section 11.3).
 KEEPS_QUALITY_NATS = 0.02
 
 

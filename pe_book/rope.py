@@ -220,7 +220,7 @@ class Rope(nn.Module):
 
 @register("rope")
 class RotaryPositions(PositionMethod):
-    """RoPE in chapter 9's model: q and k of every layer turned by one cached Rope."""
+    """RoPE in chapter 11's model: q and k of every layer turned by one cached Rope."""
 
     scalable = True
 

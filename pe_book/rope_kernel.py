@@ -1,4 +1,4 @@
-"""Fused half-layout RoPE: one pass over x in a small C loop (chapter 7, section 7.6).
+"""Fused half-layout RoPE: one pass over x in a small C loop (chapter 12, section 12.6).
 
 For the "half" layout, pair j of a row is (x_j, x_{j+h}), h = d/2, and
 

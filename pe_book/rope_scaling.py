@@ -1,4 +1,4 @@
-"""Context extension for RoPE: rescaled frequencies without retraining (chapter 7).
+"""Context extension for RoPE: rescaled frequencies without retraining (chapter 8).
 
 Each method is a small frozen dataclass that names its paper and states its formula
 (the style of Hugging Face's ``modeling_rope_utils``); :func:`scaled_frequencies`

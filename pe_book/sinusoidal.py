@@ -256,7 +256,7 @@ class SinusoidalEncoding(nn.Module):
 
 @register("sinusoidal")
 class SinusoidalPositions(PositionMethod):
-    """Chapter 3's table added to the token vectors in chapter 9's model (a buffer)."""
+    """Chapter 3's table added to the token vectors in chapter 11's model (a buffer)."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)

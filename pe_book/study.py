@@ -1,4 +1,4 @@
-"""Train short, test long: the controlled extrapolation study of chapter 9.
+"""Train short, test long: the controlled extrapolation study of chapter 11.
 
 ``python -m pe_book.study [--quick] [--seed N] [--positions ...] [--out DIR]`` trains
 one :class:`pe_book.model.CharLM` per position method with the same seed, data
@@ -189,7 +189,7 @@ def evaluate_sliding(
 
 
 def rope_scalings(length: int, train_len: int) -> dict[str, Scaling]:
-    """Inference-time context extension for a RoPE model trained at train_len (chapter 7).
+    """Inference-time context extension for a RoPE model trained at train_len (chapter 8).
 
     Position Interpolation and YaRN with factor s = length / train_len; dynamic NTK
     with factor 1 (its base grows with the current length by itself).
@@ -226,7 +226,7 @@ def _scaled_rope(
 
 
 def perplexity(losses: torch.Tensor | list[float]) -> float:
-    """exp of the mean loss: perplexity from per-prediction losses in nats. Chapter 9.
+    """exp of the mean loss: perplexity from per-prediction losses in nats. Chapter 11.
 
     A list is read as float64; a tensor keeps its dtype (the study's are float32).
     """
@@ -242,7 +242,7 @@ def short_context_fraction(seq_len: int, context: int) -> float:
 
     Prediction i (1-based) of a window of ``seq_len`` tokens conditions on i
     tokens, so the share is min(context, seq_len) / seq_len: the early-token
-    curse of the ALiBi paper's Appendix B (chapter 9, section 9.3).
+    curse of the ALiBi paper's Appendix B (chapter 11, section 11.3).
     """
     seq_len = validate_int("seq_len", seq_len, minimum=1)
     context = validate_int("context", context, minimum=0)

@@ -125,7 +125,7 @@ def self_attention(
     x is (n_tokens × d_model), one token per row; Q = x W_q, K = x W_k, V = x W_v;
     d is the number of columns of W_q. With ``causal=True``, M is -∞ above the
     diagonal (token i sees tokens j <= i), so those weights are exactly 0.
-    The symbolic twin of ``pe_book.attention.attention``. Chapter 01.
+    The symbolic twin of ``pe_book.attention.attention``. Chapter 1.
     """
     q, k, v = x * w_q, x * w_k, x * w_v
     scores = (q * k.T) / sp.sqrt(w_q.shape[1])

@@ -1,4 +1,4 @@
-"""Permutations of a sequence, and how far a layer is from ignoring them (chapter 01).
+"""Permutations of a sequence, and how far a layer is from ignoring them (chapter 1).
 
 A permutation ``perm`` of n tokens reorders the rows of X (n × d) into
 ``X[perm]``; as a matrix, ``P @ X == X[perm]`` with P[i, perm[i]] = 1.
@@ -107,7 +107,7 @@ def bos_share(seq_len: int, *, causal: bool = True) -> torch.Tensor:
     Returns the first coordinate of the output at each position m, i.e. the
     weight on BOS: 1 / (m + 1) with a causal mask (m + 1 keys visible), and
     1 / seq_len for every m without it. Shape (seq_len,), float64.
-    A causal mask alone therefore lets a position-free layer count. Chapter 01.
+    A causal mask alone therefore lets a position-free layer count. Chapter 1.
     """
     seq_len = validate_int("seq_len", seq_len, minimum=1)
     x = torch.zeros(seq_len, 2, dtype=torch.float64)  # (seq_len, 2): one token per row

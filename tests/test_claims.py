@@ -24,6 +24,14 @@ def chapter_outputs(chapter: str) -> str:
     )
 
 
+
+def chapter_headings(chapter: str) -> set[str]:
+    """Section headings: ``## 7.5 The RoFormer bound`` gives "7.5 The RoFormer bound"."""
+    (path,) = NOTEBOOKS.glob(f"{chapter}_*.ipynb")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return {m.group(1).strip() for m in re.finditer(r"^##+ (.+)$", text, flags=re.M)}
+
 def test_registry_loads_with_unique_ids_known_sources_and_kinds():
     registry = claims.registry()
     assert registry, "the registry is empty"
@@ -41,6 +49,18 @@ def test_every_claim_is_decided_by_its_chapter(claim_id):
     assert line in " ".join(chapter_outputs(claim.chapter).split()), (
         f"chapter {claim.chapter} never decides {claim_id} (no '{line}' in its outputs);"
         " run claims.check there and re-execute the chapter (make execute NB=...)"
+    )
+
+
+@pytest.mark.parametrize("claim_id", sorted(claims.registry()))
+def test_every_claim_names_sections_its_chapter_has(claim_id):
+    # a renumbered or renamed section must not leave the registry pointing nowhere
+    claim = claims.get(claim_id)
+    headings = chapter_headings(claim.chapter)
+    missing = [s.strip() for s in claim.section.split(";") if s.strip() not in headings]
+    assert not missing, (
+        f"claim {claim_id}: chapter {claim.chapter} has no section {missing}"
+        f" (pe_book/data/claims.toml); its sections: {sorted(headings)}"
     )
 
 
@@ -119,7 +139,7 @@ def test_markdown_table_can_name_where_each_claim_is_decided():
     plain = claims.markdown_table([claim]).splitlines()
     located = claims.markdown_table([claim], where=True).splitlines()
     assert plain[1].count("---") == 6 and located[1].count("---") == 7
-    assert located[2].endswith("| chapter 8, 8.6 Memory and speed |")
+    assert located[2].endswith("| chapter 9, 9.6 Memory |")
     assert "**holds with a caveat (quoted)** | quoted |" in located[2]
 
 

@@ -19,7 +19,7 @@ import pytest
 import sympy as sp
 import torch
 
-from pe_book import alibi, exhibits, relative, rope, sinusoidal, symbolic
+from pe_book import alibi, exhibits, relative, rope, rope_scaling, sinusoidal, symbolic
 from pe_book.claims import Kind, Verdict, get, registry, run
 from pe_book.claims import rope as rope_evidence
 from pe_book.claims import study as study_evidence
@@ -180,6 +180,11 @@ def shaw_subquadratic() -> list:
     return rows_with("shaw", 1024, train_ms=shaw_256.train_ms * 4**1.5)
 
 
+def static_ntk(dim: int, factor: float, original: int, seq_len: int) -> torch.Tensor:
+    """NTK scaling with a fixed factor: the length of the input is ignored."""
+    return rope_scaling.scaled_frequencies(dim, scaling=rope_scaling.NTKScaling(factor))[0]
+
+
 #: claim id -> counterfactual inputs (each a zero-argument factory, so that nothing heavy
 #: runs at import). Every measured claim needs at least one.
 COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
@@ -212,6 +217,7 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     ],
     "001-rope-rotates-qk": [lambda: {"rotate": rope_with_squared_positions}],
     "004-rope-values-no-position": [lambda: {"model": rope_evidence.rope_model("sinusoidal")}],
+    "yarn-dynamic-scale": [lambda: {"frequencies": static_ntk}],
     "001-alibi-linear-bias": [lambda: {"bias": log_bias}],
     "001-alibi-simple": [lambda: {"bias": symmetric_bias}],
     "004-alibi-penalty-form": [lambda: {"slopes": arithmetic_slopes}],

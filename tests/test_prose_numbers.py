@@ -46,15 +46,18 @@ REFERENCE = re.compile(
 CONSTANTS: dict[str, dict[str, str]] = {
     "05": {"123,456": "the largest offset exercise 5.1's checker tests (a test input)"},
     "07": {
-        "16,384": "the fused loop's one-thread threshold, a constant of pe_book/_rope_kernel.c",
+        "123,456": "the largest offset exercise 7.3's checker tests (a test input)",
         "32,768": "the position at which tests/test_rope.py checks bfloat16 rotation",
     },
-    "09": {
-        "1,000": "the ALiBi paper's Appendix B example, quoted in exercise 9.2",
-        "2,000": "the ALiBi paper's Appendix B example, quoted in exercise 9.2",
+    "11": {
+        "1,000": "the ALiBi paper's Appendix B example, quoted in exercise 11.2",
+        "2,000": "the ALiBi paper's Appendix B example, quoted in exercise 11.2",
     },
-    "10": {"5%": "an allowance the text sets for noise, stated as such, not a measurement"},
-    "11": {"2,000": "the range of positions exercise 11.1's checker draws from (a test input)"},
+    "12": {
+        "16,384": "the fused loop's one-thread threshold, a constant of pe_book/_rope_kernel.c",
+        "5%": "an allowance the text sets for noise, stated as such, not a measurement",
+    },
+    "13": {"2,000": "the range of positions exercise 13.1's checker draws from (a test input)"},
 }
 
 
@@ -188,7 +191,7 @@ def test_every_result_in_the_prose_is_printed_by_the_chapter(path):
     ("text", "numbers"),
     [
         ("ALiBi costs 1.29 times NoPE and 40% more", ["1.29", "40%"]),
-        ("section 9.2 and sections 1.2 to 1.5; exercise 3.1", []),
+        ("section 11.2 and sections 1.2 to 1.5; exercise 3.1", []),
         ("heads reach 2,560 positions (Table 3)", ["2,560"]),
         ("torch 2.13.0 and Python 3.11", []),
         ("exercises 1.1–1.2 in class (1.3–1.4 as homework)", []),

@@ -46,7 +46,7 @@ def slides(tmp_path_factory):
     if shutil.which("npm") is None:
         pytest.skip("exporting slides fetches reveal.js with npm")
     out = tmp_path_factory.mktemp("slides")
-    chapter = ROOT / "notebooks" / "11_review.ipynb"
+    chapter = ROOT / "notebooks" / "13_review.ipynb"
     done = subprocess.run(
         [
             sys.executable,
@@ -61,7 +61,7 @@ def slides(tmp_path_factory):
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    return out / "11_review.slides.html"
+    return out / "13_review.slides.html"
 
 
 def test_slides_load_nothing_from_the_network(slides):

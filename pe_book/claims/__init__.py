@@ -23,7 +23,7 @@ Kinds of evidence (:class:`Kind`), shown and counted apart:
 
 A chapter decides a claim with :func:`check`: it runs the registered evidence,
 prints what was found, and asserts that the verdict equals the registry's.
-Text, registry and evidence therefore cannot drift apart; chapter 11 renders
+Text, registry and evidence therefore cannot drift apart; chapter 13 renders
 the whole registry and counts the verdicts by kind.
 
 Verdicts: *holds*; *holds with a caveat* (true in the setting the source has in
@@ -77,6 +77,7 @@ EVIDENCE_MODULES = (
     "decay",
     "relative",
     "rope",
+    "context",
     "alibi",
     "study",
     "cost",
@@ -288,7 +289,7 @@ def markdown_table(selected: list[Claim], *, where: bool = False) -> str:
     """The claims as a Markdown table (id, source, claim, verdict, evidence, reason).
 
     ``where=True`` adds a column naming the chapter and section whose cells decide
-    each claim (chapter 11 collects claims from every chapter).
+    each claim (chapter 13 collects claims from every chapter).
     """
     header = "| claim | source | what it says | verdict | evidence | why |"
     if where:

@@ -1,4 +1,4 @@
-"""Evidence for the claims about ALiBi (chapter 8).
+"""Evidence for the claims about ALiBi (chapter 9).
 
 ``bias(q_len, k_len, slopes)`` builds the (H, q_len, k_len) bias (default pe_book's
 ``alibi_bias``); ``slopes(n_heads)`` returns one slope per head (default

@@ -1,4 +1,4 @@
-"""Evidence for the claims about cost, from the committed cost study (chapter 10).
+"""Evidence for the claims about cost, from the committed cost study (chapter 12).
 
 Every function takes ``rows``: the cost study's CostRows (default: the committed
 ``results/cost.json`` through ``pe_book.results.load_cost``), at L = 256 and 1024.

@@ -50,7 +50,7 @@ def rope_rotates_qk(rotate: Rotate = pe_book_rope) -> Finding:
 
 
 def rope_model(position: str = "rope", seed: int = 0) -> CharLM:
-    """The chapter 9 model with this position method, small and seeded, in eval mode."""
+    """The chapter 11 model with this position method, small and seeded, in eval mode."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         config = ModelConfig(position, vocab_size=len(data.VOCAB), dim=32, n_heads=2, train_len=16)

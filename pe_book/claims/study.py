@@ -1,4 +1,4 @@
-"""Evidence for the extrapolation claims, from the committed study (chapter 9).
+"""Evidence for the extrapolation claims, from the committed study (chapter 11).
 
 Every function takes ``seeds``: the study's results, one {method: StudyResult}
 per seed (default: the committed seeds 0 and 1, ``pe_book.results.load_study``).

@@ -1,4 +1,4 @@
-"""A character-level corpus from Python's own standard library (chapter 9).
+"""A character-level corpus from Python's own standard library (chapter 11).
 
 Every Python installation ships its standard library as source, so the corpus
 needs no download. The files are *pinned*: ``pe_book/data/stdlib_files.txt``

@@ -19,10 +19,11 @@ module                              chapter
 :mod:`~.ch05_decay`                 5, decay
 :mod:`~.ch06_relative`              6, learned and relative positions
 :mod:`~.ch07_rope`                  7, RoPE
-:mod:`~.ch08_alibi`                 8, ALiBi
-:mod:`~.ch09_study`                 9, extrapolation
-:mod:`~.ch10_cost`                  10, cost
-:mod:`~.ch11_review`                11, review
+:mod:`~.ch08_context`               8, longer contexts for RoPE
+:mod:`~.ch09_alibi`                 9, ALiBi
+:mod:`~.ch11_study`                 11, train short, test long
+:mod:`~.ch12_cost`                  12, what position costs
+:mod:`~.ch13_review`                13, review
 ==================================  =========================================
 
 Every reference a checker compares with is a public function of the package
@@ -55,7 +56,6 @@ from pe_book.exercises.ch04_trig import (
     check_shift_matrix,
 )
 from pe_book.exercises.ch05_decay import (
-    check_decay_bound,
     check_dot_profile,
     check_integral_profile,
     check_reach,
@@ -66,26 +66,31 @@ from pe_book.exercises.ch06_relative import (
     check_t5_bucket,
 )
 from pe_book.exercises.ch07_rope import (
+    check_decay_bound,
     check_layout_conversion,
-    check_ntk_frequencies,
     check_rope_rotation,
 )
-from pe_book.exercises.ch08_alibi import (
+from pe_book.exercises.ch08_context import (
+    check_dynamic_frequencies,
+    check_llama3_frequencies,
+    check_ntk_frequencies,
+)
+from pe_book.exercises.ch09_alibi import (
     check_alibi_slopes,
     check_decoding_bias,
     check_mean_distance,
 )
-from pe_book.exercises.ch09_study import (
+from pe_book.exercises.ch11_study import (
     check_degradation,
     check_perplexity,
     check_short_context_fraction,
 )
-from pe_book.exercises.ch10_cost import (
+from pe_book.exercises.ch12_cost import (
     check_scaling_exponent,
     check_shaw_parameters,
     check_shaw_table_bytes,
 )
-from pe_book.exercises.ch11_review import (
+from pe_book.exercises.ch13_review import (
     check_cheapest_keeper,
     check_keeps_quality,
     check_offset_only,
@@ -108,11 +113,13 @@ __all__ = [
     "check_diagonal_leak",
     "check_direction_matrix",
     "check_dot_profile",
+    "check_dynamic_frequencies",
     "check_integral_profile",
     "check_invisible_positions",
     "check_keeps_quality",
     "check_layout_conversion",
     "check_layout_permutation",
+    "check_llama3_frequencies",
     "check_longest_wavelength",
     "check_mean_distance",
     "check_ntk_frequencies",

@@ -20,7 +20,7 @@ __all__ = [
 
 
 def check_permutation_matrix(reader: Callable[[Sequence[int]], torch.Tensor]) -> None:
-    """Chapter 01: ``reader(perm)`` must return P (float32) with P @ X == X[perm]."""
+    """Chapter 1: ``reader(perm)`` must return P (float32) with P @ X == X[perm]."""
     perms = [p for n in (1, 2, 3) for p in itertools.permutations(range(n))]
     perms += [(4, 0, 3, 1, 2), (5, 4, 3, 2, 1, 0)]
     cases = [Case((list(p),), f"perm={list(p)}") for p in perms]
@@ -53,7 +53,7 @@ def _attention_cases() -> list[Case]:
 def check_attention(
     reader: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor],
 ) -> None:
-    """Chapter 01: ``reader(q, k, v, causal)`` must equal softmax(q kᵀ/√d + mask) v."""
+    """Chapter 1: ``reader(q, k, v, causal)`` must equal softmax(q kᵀ/√d + mask) v."""
 
     def reference(q, k, v, causal):
         return attn.attention(q, k, v, causal=causal)
@@ -62,7 +62,7 @@ def check_attention(
 
 
 def check_recover_positions(reader: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    """Chapter 01: ``reader(share)`` turns a slice ``bos_share(L)[a:b]`` into positions a..b-1."""
+    """Chapter 1: ``reader(share)`` turns a slice ``bos_share(L)[a:b]`` into positions a..b-1."""
     windows = [(1, 0, 1), (5, 0, 5), (5, 2, 5), (17, 3, 9), (64, 40, 64)]
     cases = [
         Case(
@@ -77,7 +77,7 @@ def check_recover_positions(reader: Callable[[torch.Tensor], torch.Tensor]) -> N
 
 @grader
 def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor]) -> str:
-    """Chapter 01: ``reader(weight, seq_len)`` returns distinct positions the layer cannot see.
+    """Chapter 1: ``reader(weight, seq_len)`` returns distinct positions the layer cannot see.
 
     ``weight`` is a (dim × dim) input projection with a non-trivial null space
     (y = x @ weight.T ignores some directions). The reader returns

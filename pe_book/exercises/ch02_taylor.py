@@ -35,7 +35,7 @@ def _readout_cases() -> list[Case]:
 
 
 def check_taylor_terms(reader: Callable[..., Any]) -> None:
-    """Chapter 02: ``reader(f, x_m, x_n, p_m, p_n)`` returns the six terms, in TERM_NAMES order."""
+    """Chapter 2: ``reader(f, x_m, x_n, p_m, p_n)`` returns the six terms, in TERM_NAMES order."""
     check(
         "taylor_terms",
         reader,
@@ -47,7 +47,7 @@ def check_taylor_terms(reader: Callable[..., Any]) -> None:
 
 
 def check_circle_solution(reader: Callable[[int, float], torch.Tensor]) -> None:
-    """Chapter 02: ``reader(seq_len, theta)`` returns p_m = (cos mθ, sin mθ), shape (L, 2)."""
+    """Chapter 2: ``reader(seq_len, theta)`` returns p_m = (cos mθ, sin mθ), shape (L, 2)."""
     cases = [
         Case(args, f"seq_len={args[0]}, theta={args[1]}")
         for args in [(1, 1.0), (5, 0.5), (12, 0.1), (30, 2.0)]
@@ -64,7 +64,7 @@ def check_circle_solution(reader: Callable[[int, float], torch.Tensor]) -> None:
 
 @grader
 def check_diagonal_leak(reader: Callable[[float, float], tuple]) -> str:
-    """Chapter 02: ``reader(h1, h2)`` returns (A, B) with, for the paper's order
+    """Chapter 2: ``reader(h1, h2)`` returns (A, B) with, for the paper's order
     p_m = (sin mθ, cos mθ), p_mᵀ diag(h1, h2) p_n = A cos((m − n)θ) + B cos((m + n)θ)."""
     p = taylor.circle_solution(20, 0.3).flip(-1)  # (20, 2): (sin mθ, cos mθ)
     m = torch.arange(20, dtype=torch.float64)

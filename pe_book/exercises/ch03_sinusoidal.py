@@ -27,7 +27,7 @@ _TABLE_SIZES = [
 
 
 def check_sinusoidal_table(reader: Callable[[int, int, float], torch.Tensor]) -> None:
-    """Chapter 03: ``reader(seq_len, dim, base)`` must return the paper's (interleaved) table."""
+    """Chapter 3: ``reader(seq_len, dim, base)`` must return the paper's (interleaved) table."""
 
     def reference(seq_len: int, dim: int, base: float) -> torch.Tensor:
         return sinusoidal.sinusoidal_table(seq_len, dim, base, dtype=torch.float64)
@@ -46,7 +46,7 @@ def check_sinusoidal_table(reader: Callable[[int, int, float], torch.Tensor]) ->
 
 
 def check_longest_wavelength(reader: Callable[[int, float], float]) -> None:
-    """Chapter 03: ``reader(dim, base)`` must return the longest wavelength λ_(d/2-1), a float."""
+    """Chapter 3: ``reader(dim, base)`` must return the longest wavelength λ_(d/2-1), a float."""
 
     def reference(dim: int, base: float) -> float:
         return float(sinusoidal.wavelengths(dim, base)[-1])
@@ -61,7 +61,7 @@ def check_longest_wavelength(reader: Callable[[int, float], float]) -> None:
 
 
 def check_layout_permutation(reader: Callable[[int], list[int]]) -> None:
-    """Chapter 03: ``reader(dim)`` must return perm with half == interleaved[:, perm]."""
+    """Chapter 3: ``reader(dim)`` must return perm with half == interleaved[:, perm]."""
     cases = [Case((dim,), f"dim={dim}") for dim in (2, 4, 6, 8, 16)]
     check(
         "layout_permutation",
@@ -72,7 +72,7 @@ def check_layout_permutation(reader: Callable[[int], list[int]]) -> None:
 
 
 def check_base_for_wavelength(reader: Callable[[int, float], float]) -> None:
-    """Chapter 03: ``reader(dim, longest)`` returns the base with that longest wavelength."""
+    """Chapter 3: ``reader(dim, longest)`` returns the base with that longest wavelength."""
     targets = [(8, 1000.0), (128, 2 * math.pi * 10000), (512, 60000.0), (64, 1e6)]
     cases = [
         Case(target, f"dim={target[0]}, longest={target[1]:g}", expected=target[1])

@@ -17,7 +17,7 @@ __all__ = ["check_bilinear_terms", "check_direction_matrix", "check_shift_matrix
 
 
 def check_shift_matrix(reader: Callable[[int, int, float], torch.Tensor]) -> None:
-    """Chapter 04: ``reader(offset, dim, base)`` must return M_k with PE(m + k) = M_k PE(m)."""
+    """Chapter 4: ``reader(offset, dim, base)`` must return M_k with PE(m + k) = M_k PE(m)."""
     sizes = [(0, 2, 10000.0), (1, 4, 10000.0), (5, 8, 100.0), (-3, 6, 10000.0), (40, 16, 1e5)]
     cases = [Case(size, f"offset={size[0]}, dim={size[1]}, base={size[2]:g}") for size in sizes]
     check(
@@ -46,7 +46,7 @@ def _pair_angles(seq_len: int = 24, dim: int = 8) -> tuple[torch.Tensor, torch.T
 
 @grader
 def check_bilinear_terms(reader: Callable[[torch.Tensor], tuple]) -> str:
-    """Chapter 04: ``reader(w)`` returns (α, β, γ, δ) with, for p = (sin mθ, cos mθ),
+    """Chapter 4: ``reader(w)`` returns (α, β, γ, δ) with, for p = (sin mθ, cos mθ),
     p_mᵀ A p_n = α cos((m−n)θ) + β sin((m−n)θ) + γ cos((m+n)θ) + δ sin((m+n)θ)."""
     generator = torch.Generator().manual_seed(4)
     matrices = [torch.eye(2, dtype=torch.float64), torch.tensor([[0.0, 1.0], [-1.0, 0.0]])]
@@ -74,7 +74,7 @@ def check_bilinear_terms(reader: Callable[[torch.Tensor], tuple]) -> str:
 
 @grader
 def check_direction_matrix(reader: Callable[[], torch.Tensor]) -> str:
-    """Chapter 04: ``reader()`` returns a 2 × 2 A with p_mᵀ A p_n = sin((m − n)θ) always."""
+    """Chapter 4: ``reader()`` returns a 2 × 2 A with p_mᵀ A p_n = sin((m − n)θ) always."""
     w = torch.as_tensor(attempt(reader), dtype=torch.float64)
     if w.shape != (2, 2):
         raise ExerciseMismatch(f"expected a 2 × 2 matrix, got shape {tuple(w.shape)}")

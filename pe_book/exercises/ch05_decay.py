@@ -1,4 +1,4 @@
-"""Chapter 5 (decay): the dot profile, its integral limit, its reach, RoPE's bound."""
+"""Chapter 5 (decay): the dot profile, its integral limit, its reach."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from pe_book import decay
 from pe_book.exercises.grading import Case, check
 
-__all__ = ["check_decay_bound", "check_dot_profile", "check_integral_profile", "check_reach"]
+__all__ = ["check_dot_profile", "check_integral_profile", "check_reach"]
 
 _PROFILE_CASES = [(64, 10000.0), (128, 100.0), (512, 10000.0), (8, 500000.0)]
 
@@ -42,12 +42,12 @@ def _check_offset_profile(
 
 
 def check_dot_profile(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
-    """Chapter 05: ``reader(offsets, dim, base)`` returns (2/d) Σ_i cos(r θ_i) per offset."""
+    """Chapter 5: ``reader(offsets, dim, base)`` returns (2/d) Σ_i cos(r θ_i) per offset."""
     _check_offset_profile("dot_profile", reader, decay.dot_profile)
 
 
 def check_integral_profile(reader: Callable[[float, float], float]) -> None:
-    """Chapter 05: ``reader(r, base)`` returns ∫_0^1 cos(r b^(-t)) dt as a float (r >= 0)."""
+    """Chapter 5: ``reader(r, base)`` returns ∫_0^1 cos(r b^(-t)) dt as a float (r >= 0)."""
     pairs = [(0.0, 10000.0), (1.0, 10000.0), (50.0, 100.0), (3000.0, 10000.0), (2e5, 5e5)]
     cases = [Case(pair, f"r={pair[0]:g}, base={pair[1]:g}") for pair in pairs]
     check(
@@ -60,7 +60,7 @@ def check_integral_profile(reader: Callable[[float, float], float]) -> None:
 
 
 def check_reach(reader: Callable[[int, float, float], int]) -> None:
-    """Chapter 05: ``reader(dim, base, level)`` returns the first offset r >= 0 with
+    """Chapter 5: ``reader(dim, base, level)`` returns the first offset r >= 0 with
     dot_profile(r) <= level (searching r = 0 .. 100,000)."""
     offsets = torch.arange(100_001)
 
@@ -76,7 +76,3 @@ def check_reach(reader: Callable[[int, float, float], int]) -> None:
     ]
     check("reach", lambda *a: int(reader(*a)), reference, cases)
 
-
-def check_decay_bound(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
-    """Chapter 05: ``reader(offsets, dim, base)`` returns (1/(d/2)) Σ_j |S_j| per offset."""
-    _check_offset_profile("decay_bound", reader, decay.rope_decay_bound)

@@ -15,7 +15,7 @@ __all__ = ["check_relative_indices", "check_similarity_by_offset", "check_t5_buc
 def check_relative_indices(
     reader: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor],
 ) -> None:
-    """Chapter 06: ``reader(query_positions, key_positions, K)`` returns clip(m - n, -K, K) + K."""
+    """Chapter 6: ``reader(query_positions, key_positions, K)`` returns clip(m - n, -K, K) + K."""
     cases = [
         Case(
             (torch.arange(q), torch.arange(k), big_k),
@@ -37,7 +37,7 @@ def check_relative_indices(
 
 
 def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
-    """Chapter 06: ``reader(offset, bidirectional, num_buckets, max_distance)``: T5 bucket of r."""
+    """Chapter 6: ``reader(offset, bidirectional, num_buckets, max_distance)``: T5 bucket of r."""
     offsets = torch.arange(-300, 301)
     configs = [(True, 32, 128), (False, 32, 128), (True, 16, 64), (False, 8, 20)]
     cases = [
@@ -59,7 +59,7 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
 
 
 def check_similarity_by_offset(reader: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    """Chapter 06: ``reader(table)`` = mean cos(P_m, P_(m+r)) for r = 0..L-1, float64."""
+    """Chapter 6: ``reader(table)`` = mean cos(P_m, P_(m+r)) for r = 0..L-1, float64."""
     generator = torch.Generator().manual_seed(6)
     tables = [
         torch.randn(5, 3, generator=generator),

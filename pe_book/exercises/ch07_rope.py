@@ -1,4 +1,4 @@
-"""Chapter 7 (RoPE): the rotation, the two layouts, NTK-aware frequencies."""
+"""Chapter 7 (RoPE): the rotation, the two layouts, RoFormer's decay bound."""
 
 from __future__ import annotations
 
@@ -6,14 +6,15 @@ from collections.abc import Callable
 
 import torch
 
-from pe_book import rope, rope_scaling
+from pe_book import decay, rope
+from pe_book.exercises.ch05_decay import _check_offset_profile
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 
-__all__ = ["check_layout_conversion", "check_ntk_frequencies", "check_rope_rotation"]
+__all__ = ["check_decay_bound", "check_layout_conversion", "check_rope_rotation"]
 
 
 def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """Chapter 07: ``reader(x, positions)`` rotates x (L, d) with interleaved pairs, float64."""
+    """Chapter 7: ``reader(x, positions)`` rotates x (L, d) with interleaved pairs, float64."""
     generator = torch.Generator().manual_seed(7)
     cases = []
     for length, dim, start in [(1, 2, 0), (4, 4, 0), (5, 8, 100), (3, 16, 30000)]:
@@ -32,7 +33,7 @@ def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Ten
 
 @grader
 def check_layout_conversion(reader: Callable[[torch.Tensor], torch.Tensor]) -> str:
-    """Chapter 07: ``reader(q)`` maps q for interleaved RoPE to q' for half RoPE, same scores."""
+    """Chapter 7: ``reader(q)`` maps q for interleaved RoPE to q' for half RoPE, same scores."""
     generator = torch.Generator().manual_seed(8)
     for dim in (2, 8, 64):
         q, k = torch.randn(2, 12, dim, generator=generator, dtype=torch.float64)
@@ -45,21 +46,6 @@ def check_layout_conversion(reader: Callable[[torch.Tensor], torch.Tensor]) -> s
     return "for d = 2, 8, 64 half layout = interleaved scores."
 
 
-def check_ntk_frequencies(reader: Callable[[int, float, float], torch.Tensor]) -> None:
-    """Chapter 07: ``reader(dim, base, factor)`` returns NTK-aware θ_i, float64."""
-    cases = [
-        Case(args, f"dim={args[0]}, base={args[1]:g}, factor={args[2]}")
-        for args in [(4, 10000.0, 2.0), (64, 10000.0, 4.0), (128, 500000.0, 8.0)]
-    ]
-
-    def reference(dim: int, base: float, factor: float) -> torch.Tensor:
-        return rope_scaling.scaled_frequencies(dim, base, rope_scaling.NTKScaling(factor))[0]
-
-    check(
-        "ntk_frequencies",
-        reader,
-        reference,
-        cases,
-        atol=1e-12,
-        as_tensor=torch.float64,
-    )
+def check_decay_bound(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
+    """Chapter 7: ``reader(offsets, dim, base)`` returns (1/(d/2)) Σ_ℓ |S_ℓ| per offset."""
+    _check_offset_profile("decay_bound", reader, decay.rope_decay_bound)

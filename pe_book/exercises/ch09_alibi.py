@@ -1,4 +1,4 @@
-"""Chapter 8 (ALiBi): the slopes, the bias while decoding, how far a head sees."""
+"""Chapter 9 (ALiBi): the slopes, the bias while decoding, how far a head sees."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ __all__ = ["check_alibi_slopes", "check_decoding_bias", "check_mean_distance"]
 
 
 def check_alibi_slopes(reader: Callable[[int], Any]) -> None:
-    """Chapter 08: ``reader(n_heads)`` returns the n_heads slopes s_h (any sequence of floats)."""
+    """Chapter 9: ``reader(n_heads)`` returns the n_heads slopes s_h (any sequence of floats)."""
     cases = [Case((n,), f"n_heads={n}") for n in (1, 2, 4, 8, 16, 3, 6, 12, 20)]
     check(
         "alibi_slopes",
@@ -29,7 +29,7 @@ def check_alibi_slopes(reader: Callable[[int], Any]) -> None:
 
 @grader
 def check_decoding_bias(reader: Callable[[int, int, torch.Tensor], torch.Tensor]) -> str:
-    """Chapter 08: ``reader(q_len, k_len, slopes)`` returns the causal bias (H, q_len, k_len).
+    """Chapter 9: ``reader(q_len, k_len, slopes)`` returns the causal bias (H, q_len, k_len).
 
     The queries are the last q_len of the k_len positions (decoding with a KV cache).
     Only entries a query can see (key position <= query position) are compared.
@@ -53,7 +53,7 @@ def check_decoding_bias(reader: Callable[[int, int, torch.Tensor], torch.Tensor]
 
 
 def check_mean_distance(reader: Callable[[float, int], float]) -> None:
-    """Chapter 08: ``reader(slope, m)``: mean distance m - n under the bias-only weights."""
+    """Chapter 9: ``reader(slope, m)``: mean distance m - n under the bias-only weights."""
 
     def reference(slope: float, m: int) -> float:
         return float(alibi.mean_distance(torch.tensor([slope], dtype=torch.float64), m)[0])

@@ -1,4 +1,4 @@
-"""Chapter 10 (cost): the parameters and memory of Shaw's tables, the scaling exponent."""
+"""Chapter 12 (cost): the parameters and memory of Shaw's tables, the scaling exponent."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = ["check_scaling_exponent", "check_shaw_parameters", "check_shaw_table_
 
 
 def check_shaw_parameters(reader: Callable[[int, int, int, bool], int]) -> None:
-    """Chapter 10: ``reader(n_layers, max_offset, d_head, values)``: parameters of
+    """Chapter 12: ``reader(n_layers, max_offset, d_head, values)``: parameters of
     Shaw et al.'s position tables in a model of ``n_layers`` layers."""
 
     def reference(n_layers: int, max_offset: int, d_head: int, values: bool) -> int:
@@ -29,7 +29,7 @@ def check_shaw_parameters(reader: Callable[[int, int, int, bool], int]) -> None:
 
 
 def check_shaw_table_bytes(reader: Callable[[int, int], int]) -> None:
-    """Chapter 10: ``reader(seq_len, d_head)``: bytes of the float32 tensor of key
+    """Chapter 12: ``reader(seq_len, d_head)``: bytes of the float32 tensor of key
     embeddings a^K_(m-n) that Shaw attention gathers for one layer (all m, n)."""
 
     def reference(seq_len: int, d_head: int) -> int:
@@ -44,7 +44,7 @@ def check_shaw_table_bytes(reader: Callable[[int, int], int]) -> None:
 
 
 def check_scaling_exponent(reader: Callable[[float, int, float, int], float]) -> None:
-    """Chapter 10: ``reader(t1, l1, t2, l2)``: the exponent p of t ∝ L^p through two points."""
+    """Chapter 12: ``reader(t1, l1, t2, l2)``: the exponent p of t ∝ L^p through two points."""
     cases = [
         Case((1.0, 256, 4.0, 512), "4× the time at 2× the length (p = 2)"),
         Case((3.0, 100, 3.0, 1000), "the same time (p = 0)"),

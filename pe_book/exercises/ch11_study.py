@@ -1,4 +1,4 @@
-"""Chapter 9 (extrapolation): perplexity, the early-token share, degradation."""
+"""Chapter 11 (extrapolation): perplexity, the early-token share, degradation."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ __all__ = ["check_degradation", "check_perplexity", "check_short_context_fractio
 
 
 def check_perplexity(reader: Callable[[list[float]], float]) -> None:
-    """Chapter 09: ``reader(losses)``: perplexity from per-prediction losses in nats."""
+    """Chapter 11: ``reader(losses)``: perplexity from per-prediction losses in nats."""
     cases = [
         Case(([0.0],), "one certain prediction"),
         Case(([math.log(4.0)] * 3,), "three predictions at 1/4 each"),
@@ -22,7 +22,7 @@ def check_perplexity(reader: Callable[[list[float]], float]) -> None:
 
 
 def check_short_context_fraction(reader: Callable[[int, int], float]) -> None:
-    """Chapter 09: ``reader(seq_len, context)``: share of a window's predictions with
+    """Chapter 11: ``reader(seq_len, context)``: share of a window's predictions with
     at most ``context`` tokens to condition on (prediction i, 1-based, sees i tokens)."""
     cases = [
         Case(args, f"seq_len={args[0]}, context={args[1]}")
@@ -38,7 +38,7 @@ def check_short_context_fraction(reader: Callable[[int, int], float]) -> None:
 
 
 def check_degradation(reader: Callable[[dict[str, float | None], int], float | None]) -> None:
-    """Chapter 09: ``reader(perplexity, train_len)``: perplexity at the longest length
+    """Chapter 11: ``reader(perplexity, train_len)``: perplexity at the longest length
     divided by perplexity at train_len; None if the model cannot run the longest.
 
     The perplexity tables are fixtures (round numbers shaped like a study record's
