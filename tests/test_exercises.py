@@ -68,7 +68,10 @@ def test_a_crash_in_the_readers_code_is_reported_with_the_case():
 def test_shape_and_dtype_mismatches_are_explained():
     with pytest.raises(exercises.ExerciseMismatch, match=r"shape \(1, 1\) instead of \(1,\)"):
         exercises.check_recover_positions(lambda share: share[:, None])
-    with pytest.raises(exercises.ExerciseMismatch, match=r"expected a torch\.Tensor, got list"):
+    with pytest.raises(
+        exercises.ExerciseMismatch,
+        match=r"expected a torch\.Tensor( of dtype torch\.float64)?, got list",
+    ):
         exercises.check_recover_positions(lambda share: (1 / share - 1).tolist())
 
 
@@ -117,7 +120,8 @@ def test_chapter_2_to_4_checkers_accept_right_and_reject_wrong_answers(capsys):
     exercises.check_shift_matrix(sinusoidal.shift_matrix)
     exercises.check_direction_matrix(lambda: torch.tensor([[0.0, 1.0], [-1.0, 0.0]]))
     out = capsys.readouterr().out
-    assert out.count("agree with") == 8 and "knows the direction" in out
+    assert out.count("agree with") == 7 and "knows the direction" in out
+    assert "all 4 bases give the wanted longest wavelength" in out
     with pytest.raises(exercises.ExerciseMismatch, match="does not match"):
         exercises.check_sinusoidal_table(
             lambda L, d, b: sinusoidal.sinusoidal_table(L, d, b, "half")
@@ -200,7 +204,7 @@ def test_chapter_11_checkers_accept_right_and_reject_wrong_answers(capsys):
 
     exercises.check_degradation(degradation)
     assert "not attempted" not in capsys.readouterr().out
-    with pytest.raises(exercises.ExerciseMismatch, match=r"losses 0\.5"):  # mean of exp
+    with pytest.raises(exercises.ExerciseMismatch, match=r"losses \[0\.5"):  # mean of exp
         exercises.check_perplexity(lambda losses: sum(math.exp(x) for x in losses) / len(losses))
     with pytest.raises(exercises.ExerciseMismatch, match="seq_len=64, context=100"):
         exercises.check_short_context_fraction(lambda n, c: c / n)  # more than all of them
@@ -338,3 +342,111 @@ def test_a_grader_prefixes_its_name_and_prints_its_verdict(capsys):
         check_even(lambda n: n + 1)
     check_even(stub)
     assert capsys.readouterr().out.startswith("even: not attempted yet.")
+
+
+# ---- checkers that say what they test (issue 17) ----------------------------------------
+
+
+def _profile(offsets, dim, base, angle_dtype=torch.float64):
+    """The reader's-eye formula, with θ and the angles in ``angle_dtype``."""
+    theta = base ** (-torch.arange(0, dim, 2, dtype=angle_dtype) / dim)
+    return torch.cos(offsets.to(angle_dtype)[:, None] * theta).mean(-1).double()
+
+
+def test_dtypes_the_statements_name_are_required():
+    with pytest.raises(exercises.ExerciseMismatch, match=r"asks for torch\.float32"):
+        exercises.check_permutation_matrix(lambda p: symmetry.permutation_matrix(p).double())
+    with pytest.raises(exercises.ExerciseMismatch, match=r"asks for torch\.float64"):
+        exercises.check_recover_positions(lambda share: (1 / share - 1).float())
+    with pytest.raises(exercises.ExerciseMismatch, match=r"asks for torch\.float64"):
+        exercises.check_dot_profile(lambda *a: _profile(*a).float())
+
+
+def test_float32_angles_are_rejected_and_named(capsys):
+    with pytest.raises(exercises.ExerciseMismatch, match=r"computed in torch\.float32"):
+        exercises.check_dot_profile(lambda *a: _profile(*a, angle_dtype=torch.float32))
+    exercises.check_dot_profile(_profile)
+    assert "all 4 cases agree" in capsys.readouterr().out
+
+    def table(seq_len, dim, base, angle_dtype=torch.float64):
+        pos = torch.arange(seq_len, dtype=angle_dtype)[:, None]
+        angle = pos * base ** (-torch.arange(0, dim, 2, dtype=angle_dtype) / dim)
+        return torch.stack((angle.sin(), angle.cos()), -1).flatten(-2)
+
+    with pytest.raises(exercises.ExerciseMismatch, match=r"computed in torch\.float32"):
+        exercises.check_sinusoidal_table(lambda *a: table(*a, angle_dtype=torch.float32))
+    exercises.check_sinusoidal_table(lambda *a: table(*a).float())  # a float32 table is fine
+    assert "cases agree" in capsys.readouterr().out
+
+
+def test_reach_checker_tests_the_boundary_and_the_no_answer_branch():
+    offsets = torch.arange(100_001)
+
+    def reach(dim, base, level, strict=False, missing=-1):
+        values = _profile(offsets, dim, base)
+        hits = torch.nonzero(values < level if strict else values <= level)
+        return int(hits[0, 0]) if hits.numel() else missing
+
+    exercises.check_reach(reach)
+    with pytest.raises(exercises.ExerciseMismatch, match=r"level=1\.0"):
+        exercises.check_reach(lambda *a: reach(*a, strict=True))  # '<' instead of '<='
+    with pytest.raises(exercises.ExerciseMismatch, match=r"level=-1\.0"):
+        exercises.check_reach(lambda *a: reach(*a, missing=100_001))
+
+
+def test_a_wavelength_mismatch_names_the_wavelength_reached():
+    with pytest.raises(exercises.ExerciseMismatch, match=r"turn once in .* positions, not 1,000"):
+        exercises.check_base_for_wavelength(lambda dim, longest: longest)  # the base = λ
+
+
+def test_large_tensors_are_summarised_with_their_first_difference():
+    from pe_book import relative
+
+    def shifted(offset, bidirectional, num_buckets, max_distance):
+        out = relative.t5_bucket(offset, bidirectional, num_buckets, max_distance).clone()
+        out[-1] += 1
+        return out
+
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        exercises.check_t5_bucket(shifted)
+    message = str(raised.value)
+    assert "first at index" in message and "first entries" in message
+    assert message.count(",") < 80  # no 601-entry dump
+
+
+def test_counts_are_not_truncated():
+    from pe_book import relative  # noqa: F401  (the reference builds Shaw's layer)
+
+    with pytest.raises(exercises.ExerciseMismatch, match="whole number of bytes, got"):
+        exercises.check_shaw_table_bytes(lambda seq_len, d_head: seq_len**2 * d_head * 4 + 0.5)
+
+
+def test_perplexity_cases_speak_of_losses():
+    with pytest.raises(exercises.ExerciseMismatch, match=r"input: losses \["):
+        exercises.check_perplexity(lambda losses: sum(losses))
+
+
+def test_review_checkers_catch_a_one_pair_test_at_most_and_negative_extras():
+    import math
+
+    def one_pair(score):  # tests a single (m, n) and one shift
+        q, k = torch.ones(8, dtype=torch.float64), torch.ones(8, dtype=torch.float64)
+        return math.isclose(score(q, k, 3, 1), score(q, k, 67, 65), abs_tol=1e-9)
+
+    with pytest.raises(exercises.ExerciseMismatch, match="periodic"):
+        exercises.check_offset_only(one_pair)
+
+    def strictly_below(record, tolerance):
+        same = record["same_targets"]
+        full = same["full_context_loss"]
+        return None if full is None else full - same["capped_context_loss"] < tolerance
+
+    with pytest.raises(exercises.ExerciseMismatch, match=r"0\.03125"):
+        exercises.check_keeps_quality(strictly_below)
+
+    def absolute(extra, cost, tolerance):
+        keepers = [m for m, loss in extra.items() if abs(loss) <= tolerance]
+        return min(keepers, key=cost.__getitem__) if keepers else None
+
+    with pytest.raises(exercises.ExerciseMismatch, match="better"):
+        exercises.check_cheapest_keeper(absolute)

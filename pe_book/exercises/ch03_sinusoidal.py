@@ -8,7 +8,14 @@ from collections.abc import Callable
 import torch
 
 from pe_book import sinusoidal
-from pe_book.exercises.grading import Case, check
+from pe_book.exercises.grading import (
+    Case,
+    ExerciseMismatch,
+    attempt,
+    check,
+    grader,
+    growing_error_hint,
+)
 
 __all__ = [
     "check_base_for_wavelength",
@@ -23,6 +30,7 @@ _TABLE_SIZES = [
     (16, 8, 100.0),
     (50, 64, 10000.0),
     (7, 10, 500000.0),
+    (2000, 16, 10000.0),  # positions in the thousands: float32 angles show
 ]
 
 
@@ -40,8 +48,11 @@ def check_sinusoidal_table(reader: Callable[[int, int, float], torch.Tensor]) ->
         reader,
         reference,
         cases,
-        atol=1e-5,  # float32 answers are fine (angles up to 50 rad: about 4e-6 off)
+        atol=1e-5,  # a float32 table is fine: rounding the values costs < 1e-7
         as_tensor=torch.float64,
+        diagnose=lambda case, answer: growing_error_hint(
+            reference(*case.args), answer, torch.arange(case.args[0])
+        ),
     )
 
 
@@ -71,15 +82,20 @@ def check_layout_permutation(reader: Callable[[int], list[int]]) -> None:
     )
 
 
-def check_base_for_wavelength(reader: Callable[[int, float], float]) -> None:
-    """Chapter 3: ``reader(dim, longest)`` returns the base with that longest wavelength."""
+@grader
+def check_base_for_wavelength(reader: Callable[[int, float], float]) -> str:
+    """Chapter 3: ``reader(dim, longest)`` returns the base with that longest wavelength.
+
+    Graded by the wavelength the reader's base gives (``sinusoidal.wavelengths``), so a
+    mismatch names the wavelength reached, not only the base.
+    """
     targets = [(8, 1000.0), (128, 2 * math.pi * 10000), (512, 60000.0), (64, 1e6)]
-    cases = [
-        Case(target, f"dim={target[0]}, longest={target[1]:g}", expected=target[1])
-        for target in targets
-    ]
-
-    def longest_for(dim: int, longest: float) -> float:
-        return float(sinusoidal.wavelengths(dim, reader(dim, longest))[-1])
-
-    check("base_for_wavelength", longest_for, None, cases)
+    for dim, longest in targets:
+        base = float(attempt(reader, dim, longest))
+        reached = float(sinusoidal.wavelengths(dim, base)[-1])
+        if not math.isclose(reached, longest, rel_tol=1e-9):
+            raise ExerciseMismatch(
+                f"dim={dim}, longest={longest:g}: your base {base:g} makes the slowest pair"
+                f" turn once in {reached:,.6g} positions, not {longest:,.6g}"
+            )
+    return f"all {len(targets)} bases give the wanted longest wavelength."

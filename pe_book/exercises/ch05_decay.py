@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from pe_book import decay
-from pe_book.exercises.grading import Case, check
+from pe_book.exercises.grading import Case, check, growing_error_hint, whole_number
 
 __all__ = ["check_dot_profile", "check_integral_profile", "check_reach"]
 
@@ -21,7 +21,7 @@ def _offset_grid() -> torch.Tensor:
 def _check_offset_profile(
     name: str,
     reader: Callable[[torch.Tensor, int, float], torch.Tensor],
-    reference: Callable[[torch.Tensor, int, float], torch.Tensor],
+    reference: Callable[..., torch.Tensor],
 ) -> None:
     """Compare ``reader(offsets, dim, base)`` with ``reference`` on chapter 5's grid."""
     cases = [
@@ -37,7 +37,10 @@ def _check_offset_profile(
         reference,
         cases,
         atol=1e-6,
-        as_tensor=torch.float64,
+        dtype=torch.float64,  # the statements ask for float64
+        diagnose=lambda case, answer: growing_error_hint(
+            reference(*case.args), answer, case.args[0]
+        ),
     )
 
 
@@ -72,7 +75,13 @@ def check_reach(reader: Callable[[int, float, float], int]) -> None:
 
     cases = [
         Case(args, f"dim={args[0]}, base={args[1]:g}, level={args[2]}")
-        for args in [(64, 10000.0, 0.0), (128, 100.0, 0.1), (512, 10000.0, 0.5), (16, 1e3, 0.0)]
+        for args in [
+            (64, 10000.0, 0.0),
+            (128, 100.0, 0.1),
+            (512, 10000.0, 0.5),
+            (16, 1e3, 0.0),
+            (64, 10000.0, 1.0),  # the profile is exactly 1 at r = 0: '<=' finds it, '<' does not
+            (64, 10000.0, -1.0),  # never reached: the answer is -1
+        ]
     ]
-    check("reach", lambda *a: int(reader(*a)), reference, cases)
-
+    check("reach", lambda *a: whole_number(reader(*a), "positions"), reference, cases)

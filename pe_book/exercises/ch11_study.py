@@ -14,9 +14,9 @@ __all__ = ["check_degradation", "check_perplexity", "check_short_context_fractio
 def check_perplexity(reader: Callable[[list[float]], float]) -> None:
     """Chapter 11: ``reader(losses)``: perplexity from per-prediction losses in nats."""
     cases = [
-        Case(([0.0],), "one certain prediction"),
-        Case(([math.log(4.0)] * 3,), "three predictions at 1/4 each"),
-        Case(([0.5, 1.5, 2.5],), "losses 0.5, 1.5, 2.5"),
+        Case(([0.0],), "losses [0.0] nats: one prediction made with certainty"),
+        Case(([math.log(4.0)] * 3,), "losses [ln 4, ln 4, ln 4] nats: three at probability 1/4"),
+        Case(([0.5, 1.5, 2.5],), "losses [0.5, 1.5, 2.5] nats"),
     ]
     check("perplexity", lambda losses: float(reader(losses)), study.perplexity, cases, atol=1e-9)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from pe_book import cost, relative
-from pe_book.exercises.grading import Case, check
+from pe_book.exercises.grading import Case, check, whole_number
 
 __all__ = ["check_scaling_exponent", "check_shaw_parameters", "check_shaw_table_bytes"]
 
@@ -25,7 +25,7 @@ def check_shaw_parameters(reader: Callable[[int, int, int, bool], int]) -> None:
         Case(args, f"n_layers={args[0]}, max_offset={args[1]}, d_head={args[2]}, values={args[3]}")
         for args in [(2, 16, 32, True), (1, 0, 8, True), (12, 16, 64, False), (6, 128, 64, True)]
     ]
-    check("shaw_parameters", lambda *a: int(reader(*a)), reference, cases)
+    check("shaw_parameters", lambda *a: whole_number(reader(*a), "parameters"), reference, cases)
 
 
 def check_shaw_table_bytes(reader: Callable[[int, int], int]) -> None:
@@ -40,7 +40,7 @@ def check_shaw_table_bytes(reader: Callable[[int, int], int]) -> None:
     cases = [
         Case(args, f"seq_len={args[0]}, d_head={args[1]}") for args in [(4, 8), (64, 32), (300, 16)]
     ]
-    check("shaw_table_bytes", lambda *a: int(reader(*a)), reference, cases)
+    check("shaw_table_bytes", lambda *a: whole_number(reader(*a), "bytes"), reference, cases)
 
 
 def check_scaling_exponent(reader: Callable[[float, int, float, int], float]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,8 @@ def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
     table = torch.randn(4096, dim, generator=generator, dtype=torch.float64)
     bucket_bias = torch.randn(32, generator=generator, dtype=torch.float64)
     slope = float(alibi.alibi_slopes(4)[0])
+    late = torch.zeros(4096, dim, dtype=torch.float64)  # fixture: rows 0..999 all zero
+    late[1000:] = torch.randn(4096 - 1000, dim, generator=generator, dtype=torch.float64)
 
     def sinusoid(m: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         rows = sinusoidal.sinusoidal_table(torch.tensor([m, n]), dim, dtype=torch.float64)
@@ -48,6 +51,17 @@ def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
             True,
         ),
         ("position-weighted score", lambda q, k, m, n: float(q @ k) * (1 + 0.01 * m), False),
+        # absolute position that one pair of positions, or one shift, can miss:
+        (
+            "a bias periodic in the query's position (period 64)",
+            lambda q, k, m, n: float(q @ k) + 0.5 * math.sin(2 * math.pi * m / 64),
+            False,
+        ),
+        (
+            "a learned table whose rows differ only from position 1,000 on",
+            lambda q, k, m, n: float((q + late[m]) @ (k + late[n])),
+            False,
+        ),
     ]
 
 
@@ -85,6 +99,8 @@ def check_keeps_quality(reader: Callable[[dict[str, Any], float], bool | None]) 
         Case((record(1.35, 1.365), 0.02), "+0.015 with tolerance 0.02"),
         Case((record(1.26, 1.335), 0.02), "+0.075 with tolerance 0.02"),
         Case((record(1.30, 1.20), 0.0), "-0.10 (the context helps)"),
+        # exactly at the tolerance (all three numbers exact in binary): "at most" keeps it
+        Case((record(1.25, 1.28125), 0.03125), "+0.03125 with tolerance 0.03125"),
         Case((record(1.34, None), 0.02), "cannot run long windows"),
     ]
     check("keeps_quality", reader, reference, cases)
@@ -109,5 +125,9 @@ def check_cheapest_keeper(
         Case((extra, cost, 0.1), "tolerance 0.1"),
         Case((extra, {**cost, "shaw": 1.1}, 0.1), "tolerance 0.1, a cheaper Shaw"),
         Case((extra, cost, 0.001), "tolerance 0.001"),
+        Case(
+            ({**extra, "sinusoidal": -0.4}, {**cost, "sinusoidal": 1.0}, 0.02),
+            "tolerance 0.02, sinusoidal 0.4 nats *better* with the full context",
+        ),
     ]
     check("cheapest_keeper", reader, results.cheapest_keeper, cases)

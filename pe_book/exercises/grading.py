@@ -29,7 +29,19 @@ from typing import Any
 
 import torch
 
-__all__ = ["Case", "ExerciseMismatch", "attempt", "check", "grader", "show"]
+__all__ = [
+    "Case",
+    "ExerciseMismatch",
+    "attempt",
+    "check",
+    "grader",
+    "growing_error_hint",
+    "show",
+    "whole_number",
+]
+
+#: A tensor with more entries is shown by its shape, dtype and first entries only.
+SHOWN_ENTRIES = 20
 
 NOT_ATTEMPTED = (
     "{name}: not attempted yet.\n"
@@ -56,11 +68,34 @@ class Case:
 
 
 def show(value: Any) -> str:
-    """A value as a mismatch message prints it (tensors with their shape and dtype)."""
+    """A value as a mismatch message prints it: tensors with their shape and dtype, and
+    only their first entries when they hold more than :data:`SHOWN_ENTRIES`."""
     if isinstance(value, torch.Tensor):
         with torch.no_grad():
-            return f"tensor of shape {tuple(value.shape)}, dtype {value.dtype}:\n{value}"
+            head = f"tensor of shape {tuple(value.shape)}, dtype {value.dtype}"
+            if value.numel() <= SHOWN_ENTRIES:
+                if value.ndim == 1 and value.is_floating_point():
+                    return f"{head}: [{', '.join(f'{x:.10g}' for x in value.tolist())}]"
+                return f"{head}:\n{value}"
+            first = ", ".join(
+                f"{x:.10g}" if isinstance(x, float) else str(x)
+                for x in value.flatten()[:6].tolist()
+            )
+            return f"{head}; first entries {first}, ..."
     return repr(value)
+
+
+def _first_difference(expected: torch.Tensor, got: torch.Tensor, atol: float) -> str:
+    """Where two tensors of one shape first differ by more than ``atol`` (NaN counts)."""
+    if expected.dtype == torch.bool or got.dtype == torch.bool:
+        bad = got != expected
+    else:
+        bad = ~((got.to(expected.dtype) - expected).abs() <= atol)
+    index = tuple(int(i) for i in bad.nonzero()[0])
+    return (
+        f"first at index {list(index)}: expected {expected[index].item()!r},"
+        f" got {got[index].item()!r}"
+    )
 
 
 def _agree(expected: Any, got: Any, atol: float) -> str | None:
@@ -73,15 +108,77 @@ def _agree(expected: Any, got: Any, atol: float) -> str | None:
         if expected.dtype == torch.bool or got.dtype == torch.bool:
             if got.dtype != expected.dtype:
                 return f"dtype {got.dtype} instead of {expected.dtype}"
-            return None if torch.equal(got, expected) else "values differ"
+            if torch.equal(got, expected):
+                return None
+            return f"values differ, {_first_difference(expected, got, atol)}"
         worst = float((got.to(expected.dtype) - expected).abs().max()) if got.numel() else 0.0
-        return None if worst <= atol else f"values differ by up to {worst:.3g} (tolerance {atol:g})"
+        if worst <= atol:
+            return None
+        return (
+            f"values differ by up to {worst:.3g} (tolerance {atol:g}),"
+            f" {_first_difference(expected, got, atol)}"
+        )
     if isinstance(expected, float):
         if not isinstance(got, int | float) or isinstance(got, bool):
             return f"expected a number, got {type(got).__name__}"
         close = math.isclose(got, expected, rel_tol=1e-9, abs_tol=atol)
         return None if close else "values differ"
     return None if got == expected else "values differ"
+
+
+def _wrong_dtype(got: Any, dtype: torch.dtype | None) -> str | None:
+    """None if no dtype is required or ``got`` is a tensor of it, else what is wrong."""
+    if dtype is None:
+        return None
+    if not isinstance(got, torch.Tensor):
+        return f"expected a torch.Tensor of dtype {dtype}, got {type(got).__name__}"
+    if got.dtype != dtype:
+        return f"dtype {got.dtype}, but the exercise asks for {dtype}"
+    return None
+
+
+def whole_number(value: Any, what: str) -> int:
+    """``value`` as an int if it is a whole number (an int, or a float like 4.0).
+
+    A checker uses it where the answer counts something, so that 4.5 is reported
+    rather than truncated to 4; raises TypeError naming ``what`` otherwise.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a whole number of {what}, got {type(value).__name__}")
+    if isinstance(value, float) and not value.is_integer():
+        raise TypeError(f"expected a whole number of {what}, got {value!r}")
+    return int(value)
+
+
+def growing_error_hint(
+    expected: torch.Tensor, got: Any, positions: torch.Tensor, *, small: int = 1000
+) -> str | None:
+    """A sentence when an answer is right for small positions and wrong for large ones.
+
+    That pattern is the signature of angles m·θ_i (or r·θ_i) computed in float32:
+    float32 keeps about 7 significant digits, so the angle's absolute error grows
+    with the position (about 0.004 rad at 10^5). ``expected`` and ``got`` hold one
+    row per entry of ``positions``; None when the pattern is not there.
+    """
+    try:
+        got = torch.as_tensor(got, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if got.shape != expected.shape:
+        return None
+    error = (got - expected.to(torch.float64)).abs().reshape(len(positions), -1).amax(-1)
+    start, near = positions.abs() <= small // 10, positions.abs() <= small
+    if not start.any() or near.all():
+        return None
+    grows = float(error[~near].max()) >= 2 * float(error[near].max())
+    if float(error[start].max()) > 1e-5 or float(error.max()) <= 1e-6 or not grows:
+        return None  # wrong from the start, or no growth: not the float32-angle pattern
+    worst = int(error.argmax())
+    return (
+        f"Right to 1e-5 up to position {small // 10:,} but off by {float(error[worst]):.2g} at"
+        f" {int(positions[worst]):,}: an error that grows with the position is what angles"
+        " computed in torch.float32 give; compute θ_i and the angles in torch.float64"
+    )
 
 
 def attempt(reader: Callable[..., Any], *args: Any) -> Any:
@@ -142,6 +239,8 @@ def check(
     atol: float = 1e-5,
     against: str = "pe_book",
     as_tensor: torch.dtype | None = None,
+    dtype: torch.dtype | None = None,
+    diagnose: Callable[[Case, Any], str | None] | None = None,
 ) -> None:
     """Compare ``reader`` with ``reference`` (or each case's ``expected``) on every case.
 
@@ -158,7 +257,10 @@ def check(
 
     ``against`` names what the reader is compared with in the final message;
     ``as_tensor`` (a dtype) converts the reader's answer to a tensor of that dtype
-    first, so a list, an array or a float32 answer is accepted.
+    first, so a list, an array or a float32 answer is accepted; ``dtype`` instead
+    requires a tensor of exactly that dtype (for an exercise whose statement names
+    it). ``diagnose(case, answer)`` may add a sentence to a mismatch that explains a
+    common mistake (angles computed in float32, say), or return None.
     """
     cases = list(cases)
     with _grading(name):
@@ -177,7 +279,11 @@ def check(
                     f"{name}: case {index} of {len(cases)} ({case.description}) raised "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-            problem = _agree(expected, got, atol)
+            problem = _wrong_dtype(got, dtype)
+            if problem is None:
+                problem = _agree(expected, got, atol)
+                hint = diagnose(case, got) if problem and diagnose is not None else None
+                problem = f"{problem}. {hint}" if hint else problem
             if problem:
                 raise ExerciseMismatch(
                     f"{name}: case {index} of {len(cases)} does not match: {problem}.\n"
