@@ -248,3 +248,42 @@ def test_every_chapter_carries_slide_metadata_by_the_rule():
         [sys.executable, str(tool), "check"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout
+
+
+#: A chapter is one lecture (BOOK.md): at most this many words of prose.
+LECTURE_WORDS = 2500
+
+
+def prose_words(path: Path) -> int:
+    """Words of a chapter's Markdown up to its References, display math left out."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    text = re.sub(r"\$\$.*?\$\$", " ", text.split("## References")[0], flags=re.S)
+    return len(text.split())
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_chapter_fits_one_lecture(path):
+    words = prose_words(path)
+    assert words <= LECTURE_WORDS, (
+        f"{path.name}: {words} words of prose; the rule (LECTURE_WORDS in"
+        f" tests/test_notebooks.py, from BOOK.md) is at most {LECTURE_WORDS} per chapter."
+        " Cut repetition, or move a topic to the chapter that owns it."
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in NOTEBOOKS if p.stem != "00_preface"], ids=lambda p: p.stem
+)
+def test_a_chapter_closes_with_key_ideas(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    box = re.search(r":::\{admonition\} Key ideas\n:class: important\n((?:- .+\n)+):::", text)
+    assert box, (
+        f"{path.name}: no Key ideas box; the rule (tests/test_notebooks.py) is a"
+        " ':::{admonition} Key ideas' with ':class: important' and 3 to 5 bullets"
+        " before the References"
+    )
+    bullets = box.group(1).count("\n- ") + 1
+    assert 3 <= bullets <= 5, f"{path.name}: {bullets} key ideas; the rule is 3 to 5"
+    assert box.start() > text.index("## Summary"), f"{path.name}: Key ideas must close the chapter"

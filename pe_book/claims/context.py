@@ -9,7 +9,7 @@ import torch
 from pe_book import rope_scaling
 from pe_book.claims import Finding, evidence
 
-#: (dim, factor κ, original length L, current length l') -> the frequencies θ'_i used at l'.
+#: (dim, factor κ, trained length L_orig, current length L) -> the frequencies θ'_i used at L.
 DynamicFrequencies = Callable[[int, float, int, int], torch.Tensor]
 
 
@@ -21,7 +21,7 @@ def pe_book_dynamic(dim: int, factor: float, original: int, seq_len: int) -> tor
 
 @evidence("yarn-dynamic-scale")
 def dynamic_scale(frequencies: DynamicFrequencies = pe_book_dynamic) -> Finding:
-    """How much the slowest pair is slowed at each length, against s = max(1, l'/L)."""
+    """How much the slowest pair is slowed at each length, against s = max(1, L/L_orig)."""
     dim, original = 128, 2048
     slowest = float(rope_scaling.scaled_frequencies(dim)[0][-1])
     lengths = [original // 2, original, 3 * original // 2, 4 * original, 16 * original]
@@ -30,16 +30,16 @@ def dynamic_scale(frequencies: DynamicFrequencies = pe_book_dynamic) -> Finding:
     holds = all(abs(a - b) < 1e-9 * b for a, b in zip(divided, paper, strict=True))
     at_4x = slowest / float(frequencies(dim, 4.0, original, 4 * original)[-1])
     shown = (
-        f"configured factor 1, d = {dim}, L = {original}: slowest pair divided by "
+        f"configured factor 1, d = {dim}, L_orig = {original}: slowest pair divided by "
         + ", ".join(f"{d:.3g}" for d in divided)
-        + f" at l' = {', '.join(f'{n:,}' for n in lengths)}; max(1, l'/L) gives "
+        + f" at L = {', '.join(f'{n:,}' for n in lengths)}; max(1, L/L_orig) gives "
         + ", ".join(f"{p:.3g}" for p in paper),
-        f"configured factor 4 at l' = 4L: divided by {at_4x:.3g}",
+        f"configured factor 4 at L = 4·L_orig: divided by {at_4x:.3g}",
     )
     caveat = None
     if abs(at_4x - 4) > 1e-6:
         caveat = (
-            f"with a configured factor κ = 4 the code divides by κ·l'/L − (κ − 1) = {at_4x:.3g}"
-            " at l' = 4L, not by l'/L = 4"
+            f"with a configured factor κ = 4 the code divides by κ·L/L_orig − (κ − 1) ="
+            f" {at_4x:.3g} at L = 4·L_orig, not by L/L_orig = 4"
         )
     return Finding(holds=holds, shown=shown, caveat=caveat)
