@@ -8,43 +8,44 @@ Foundations
                             offset (ch. 01; used by every method)
 - ``pe_book.symmetry``      permutations and the symmetry attention cannot break (ch. 01)
 - ``pe_book.taylor``        the Taylor expansion of a read-out in two positions (ch. 02)
-- ``pe_book.symbolic``      SymPy helpers shared by the proofs (ch. 01-05, 07, 08)
+- ``pe_book.symbolic``      SymPy helpers shared by the proofs (ch. 01-07, 09)
 - ``pe_book.diagnostics``   measurements of score matrices: how relative is a score (ch. 02, 04)
 - ``pe_book.decay``         how the dot product of two encodings decays with distance (ch. 05)
 
 Position methods (each registers itself with ``pe_book.positions``)
 - ``pe_book.positions``     the interface a method implements and the registry by name that
-                            the model builds from (ch. 09)
+                            the model builds from (ch. 11)
 - ``pe_book.sinusoidal``    the sinusoidal table, its frequencies and layouts (ch. 03, 04)
 - ``pe_book.learned``       learned absolute positions (ch. 06)
 - ``pe_book.relative``      Shaw et al.'s and T5's relative positions (ch. 06)
 - ``pe_book.rope``          rotary position embedding (ch. 07)
-- ``pe_book.rope_kernel``   RoPE's fused C loop (``_rope_kernel.c``), when it is built (ch. 07)
-- ``pe_book.rope_scaling``  RoPE's context-extension schemes: PI, NTK, YaRN, Llama 3 (ch. 07)
-- ``pe_book.alibi``         ALiBi's slopes and bias, materialised or fused (ch. 08)
+- ``pe_book.rope_kernel``   RoPE's fused C loop (``_rope_kernel.c``), when it is built (ch. 12)
+- ``pe_book.rope_scaling``  RoPE's context-extension schemes: PI, NTK, YaRN, Llama 3 (ch. 08)
+- ``pe_book.alibi``         ALiBi's slopes and bias, materialised or fused (ch. 09, 12)
 
 The model, the studies and their results
 - ``pe_book.model``         the character LM whose only varying part is its position method
-                            (ch. 09, 10)
+                            (ch. 11, 12)
 - ``pe_book.data``          the corpus (CPython's standard library, pinned) and the quoted data
-                            (``claims.toml``, ``papers.toml``, ``glossary.toml``) (ch. 09)
-- ``pe_book.study``         train short, test long: the extrapolation study (ch. 09;
+                            (``claims.toml``, ``papers.toml``, ``glossary.toml``) (ch. 11)
+- ``pe_book.study``         train short, test long: the extrapolation study (ch. 11;
                             ``python -m pe_book.study``)
-- ``pe_book.cost``          the time and memory of every method (ch. 10; ``python -m pe_book.cost``)
-- ``pe_book.results``       the committed study results as typed records (ch. 09, 11)
+- ``pe_book.cost``          the time and memory of every method (ch. 12; ``python -m pe_book.cost``)
+- ``pe_book.results``       the committed study results as typed records (ch. 11, 13)
 - ``pe_book.experiments``   the two study commands under their first name
 - ``pe_book.measure``       timing in turns, the profiler's allocations, compiled buffers
-                            (ch. 07, 08, 10)
-- ``pe_book.bench``         the RoPE and ALiBi benchmarks and their speed targets (ch. 07, 08;
+                            (ch. 12)
+- ``pe_book.bench``         the RoPE and ALiBi benchmarks and their speed targets (ch. 12;
                             ``python -m pe_book.bench``)
 
 The book around the code
 - ``pe_book.claims``        the registry of the sources' claims, their evidence (one module per
                             topic: ``pe_book.claims.symmetry`` ... ``.cost``) and verdicts
-                            (every chapter; the summary in ch. 11)
-- ``pe_book.papers``        numbers quoted from papers, with paper and table (ch. 03, 05, 08-10)
+                            (every chapter; the summary in ch. 13)
+- ``pe_book.papers``        numbers quoted from papers, with paper and table
+                            (ch. 03, 05, 09, 11, 12)
 - ``pe_book.exhibits``      other people's buggy sinusoidal tables, kept to be dissected (ch. 03)
-- ``pe_book.glossary``      the bilingual glossary (ch. 11)
+- ``pe_book.glossary``      the bilingual glossary (ch. 13)
 - ``pe_book.exercises``     the exercise checkers: a grading framework and one module per
                             chapter (``pe_book.exercises.ch01_symmetry`` ... ``.ch13_review``)
 - ``pe_book.plotting``      the book's figure style and its recurring figures, drawn from arrays

@@ -99,7 +99,8 @@ def plot_wavelengths(ax, wavelengths, *, base: float) -> dict[str, float]:
     lam = _array(wavelengths)
     dim = 2 * len(lam)
     ax.semilogy(range(len(lam)), lam, ".-", label=f"d = {dim}, b = {base:g}")
-    ax.axhline(2 * np.pi * base, color="grey", lw=0.6, ls=":", label="2π · b")
+    ax.axhline(2 * np.pi * base, color="C3", lw=1.5, ls="--", label="2π · b (never reached)")
+    ax.set_ylim(top=20 * np.pi * base)  # room above the line
     ax.set_xlabel("pair index i")
     ax.set_ylabel("wavelength λ_i (positions, log scale)")
     ax.set_title("Wavelengths of the sinusoidal pairs")
@@ -111,7 +112,8 @@ def plot_rope_scaling(
     ax, wavelength, ratios, *, factor: float, original_max_len: int
 ) -> dict[str, tuple[float, float, float]]:
     """Chapter 8's figure: θ'_i / θ_i against the wavelength of pair i, one curve per
-    context-extension method (``ratios``: method name -> ratio per pair).
+    context-extension method (``ratios``: method name -> ratio per pair), and a dotted
+    line, labelled in the legend, at the wavelength ``original_max_len``.
 
     Returns, per method, the ratio at the fastest pair, at the pair whose wavelength
     is closest to ``original_max_len``, and at the slowest pair.
@@ -123,11 +125,13 @@ def plot_rope_scaling(
         ratio = _array(ratio)
         ax.semilogx(wavelength, ratio, label=name)
         found[name] = (float(ratio[0]), float(ratio[middle]), float(ratio[-1]))
-    ax.axvline(original_max_len, color="grey", lw=0.6, ls=":")
-    ax.set_xlabel("wavelength of the pair (positions, log scale)")
+    ax.axvline(
+        original_max_len, color="grey", lw=1, ls=":", label=f"λ_i = L_orig = {original_max_len}"
+    )
+    ax.set_xlabel("wavelength λ_i of the pair (positions, log scale)")
     ax.set_ylabel("θ'_i / θ_i")
-    ax.set_title(f"Which pairs does each method slow down? s = {factor:g}")
-    ax.legend()
+    ax.set_title(f"Which pairs does each method slow down? κ = {factor:g}")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the curves
     return found
 
 

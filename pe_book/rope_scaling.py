@@ -10,16 +10,23 @@ into the method's θ'_i and its attention factor. ``pe_book.rope`` rotates with 
 - :class:`DynamicNTKScaling`: dynamic NTK (emozilla, 2023);
 - :class:`YaRNScaling`: YaRN (Peng et al., 2023);
 - :class:`Llama3Scaling`: Llama 3.1 (Meta, 2024).
+
+Why interpolate rather than extrapolate (Chen et al., 2023, section 2.3): a rotary
+score as a function of a real offset s, a(s) = Re Σ_i h_i e^{𝗂 s θ_i}
+(:func:`rotary_score`), fitted at the integers 0..L-1 (:func:`fit_rotary_score`), is
+pinned down between those integers (:func:`interpolation_gap`) but not beyond L.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from pe_book._validate import validate_int, validate_positive_float
+from pe_book._validate import validate_int, validate_positive_float, validate_tensor
 from pe_book.sinusoidal import frequencies
 
 __all__ = [
@@ -29,6 +36,9 @@ __all__ = [
     "NTKScaling",
     "Scaling",
     "YaRNScaling",
+    "fit_rotary_score",
+    "interpolation_gap",
+    "rotary_score",
     "scaled_frequencies",
 ]
 
@@ -39,9 +49,11 @@ def _factor(value: float) -> float:
 
 @dataclass(frozen=True)
 class LinearScaling:
-    """Position Interpolation (Chen et al., 2023; kaiokendev): θ_i → θ_i / s.
+    """Position Interpolation (Chen et al., 2023; kaiokendev): θ_i → θ_i / κ.
 
-    Positions are squeezed by the factor s, so L·s positions span the angles that L did.
+    κ is ``factor`` in every class here (the papers write s).
+
+    Positions are squeezed by the factor κ, so L·κ positions span the angles that L did.
     """
 
     factor: float
@@ -52,9 +64,9 @@ class LinearScaling:
 
 @dataclass(frozen=True)
 class NTKScaling:
-    """NTK-aware scaling (bloc97, 2023): a larger base, b → b · s^(d/(d-2)).
+    """NTK-aware scaling (bloc97, 2023): a larger base, b → b · κ^(d/(d-2)).
 
-    The slowest pair is slowed by exactly s, the fastest not at all.
+    The slowest pair is slowed by exactly κ, the fastest not at all.
     """
 
     factor: float
@@ -67,7 +79,7 @@ class NTKScaling:
 class DynamicNTKScaling:
     """Dynamic NTK (emozilla, 2023): NTK scaling whose factor grows with the current length L.
 
-    b → b · ((s · L / L_orig) - (s - 1))^(d/(d-2)) once L > L_orig; unchanged before.
+    b → b · ((κ · L / L_orig) - (κ - 1))^(d/(d-2)) once L > L_orig; unchanged before.
     """
 
     factor: float
@@ -83,9 +95,9 @@ class YaRNScaling:
     """YaRN (Peng et al., 2023): interpolate slow pairs, keep fast ones, ramp in between.
 
     With r_i = L_orig / λ_i the number of turns pair i makes over the original length,
-    pairs with r_i > β_fast keep θ_i, pairs with r_i < β_slow get θ_i / s, and a linear
+    pairs with r_i > β_fast keep θ_i, pairs with r_i < β_slow get θ_i / κ, and a linear
     ramp (in the pair index, between the corrected boundaries) blends the two. Scores
-    are scaled by the attention factor (0.1 ln s + 1)², applied as 0.1 ln s + 1 to cos
+    are scaled by the attention factor (0.1 ln κ + 1)², applied as 0.1 ln κ + 1 to cos
     and sin of both q and k.
     """
 
@@ -108,8 +120,8 @@ class Llama3Scaling:
     """Llama 3.1's frequency-dependent scaling (Meta, 2024).
 
     Pairs with wavelength < L_orig / high_freq_factor keep θ_i; pairs with wavelength
-    > L_orig / low_freq_factor get θ_i / s; in between, a smooth blend in
-    L_orig / λ_i. Defaults are Llama 3.1's: s = 8, 1, 4, L_orig = 8192.
+    > L_orig / low_freq_factor get θ_i / κ; in between, a smooth blend in
+    L_orig / λ_i. Defaults are Llama 3.1's: κ = 8, 1, 4, L_orig = 8192.
     """
 
     factor: float = 8.0
@@ -131,7 +143,7 @@ Scaling = LinearScaling | NTKScaling | DynamicNTKScaling | YaRNScaling | Llama3S
 
 
 def _yarn_ramp(dim: int, base: float, scaling: YaRNScaling) -> torch.Tensor:
-    """Weight of the *unscaled* frequency for each pair (1: keep θ_i, 0: θ_i / s)."""
+    """Weight of the *unscaled* frequency for each pair (1: keep θ_i, 0: θ_i / κ)."""
 
     def correction_dim(turns: float) -> float:  # pair index where L_orig / λ = turns
         return (
@@ -182,3 +194,102 @@ def scaled_frequencies(
     raise TypeError(
         f"scaling must be one of {Scaling.__args__} or None, got {type(scaling).__name__}"
     )
+
+
+def _real_positions(positions: torch.Tensor | Sequence[float] | float) -> torch.Tensor:
+    """Real positions s (any finite values, not only integers) as a 1-D float64 tensor."""
+    if isinstance(positions, numbers.Real) and not isinstance(positions, bool):
+        positions = [positions]
+    if not isinstance(positions, torch.Tensor):
+        try:
+            positions = torch.tensor(positions, dtype=torch.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"positions must be real numbers (a 1-D tensor or a sequence), got {positions!r}"
+            ) from error
+    validate_tensor("positions", positions, ndim=1)
+    if positions.dtype == torch.bool or positions.is_complex():
+        raise TypeError(f"positions must be real numbers, got dtype {positions.dtype}")
+    positions = positions.to(torch.float64)
+    if not bool(torch.isfinite(positions).all()):
+        raise ValueError("positions must be finite")
+    return positions
+
+
+def _coefficients(coefficients: object) -> torch.Tensor:
+    """h_i, one complex number per pair, as a 1-D complex128 tensor."""
+    coefficients = validate_tensor("coefficients", coefficients, ndim=1)
+    if not coefficients.is_complex():
+        raise TypeError(
+            "coefficients must be a complex tensor (one h_i per pair), "
+            f"got dtype {coefficients.dtype}"
+        )
+    if coefficients.numel() == 0:
+        raise ValueError("coefficients must hold at least one h_i (d/2 >= 1)")
+    return coefficients.to(torch.complex128)
+
+
+def rotary_score(
+    coefficients: torch.Tensor,
+    positions: torch.Tensor | Sequence[float] | float,
+    base: float = 10000.0,
+) -> torch.Tensor:
+    """a(s) = Re Σ_i h_i e^{𝗂 s θ_i}, θ_i = b^(-2i/d), at real positions s. Chapter 8.
+
+    ``coefficients`` holds h_i for the d/2 pairs (complex, so d = 2·len); at an integer
+    offset s = m - n with h_i = q_i conj(k_i) this is RoPE's score q_m · k_n
+    (:func:`pe_book.decay.rotated_scores`). Positions may be any finite reals (the
+    PI paper's argument evaluates a between and beyond the integers). Returns float64.
+    """
+    h = _coefficients(coefficients)
+    s = _real_positions(positions)
+    base = validate_positive_float("base", base, above=1.0)
+    phases = s[:, None] * frequencies(2 * h.shape[0], base)[None, :]
+    return (h[None, :] * torch.polar(torch.ones_like(phases), phases)).sum(-1).real
+
+
+def fit_rotary_score(
+    targets: torch.Tensor, dim: int, base: float = 10000.0, *, rcond: float | None = None
+) -> torch.Tensor:
+    """Least-squares h_i (complex, d/2 of them) with a(s) ≈ targets[s] at s = 0..L-1. Chapter 8.
+
+    Minimises Σ_s (a(s) - targets[s])² over the d real numbers Re h_i, Im h_i, as
+    a(s) = Σ_i Re h_i cos(sθ_i) - Im h_i sin(sθ_i) (torch.linalg.lstsq, SVD driver
+    ``gelsd``, smallest-norm solution). Singular values below ``rcond`` times the largest
+    count as zero (None: machine precision times max(L, d)); the slow pairs barely
+    turn over L positions, so many are tiny, and ``rcond`` picks among near-equal fits.
+    """
+    validate_tensor("targets", targets, ndim=1, floating=True)
+    if targets.numel() == 0 or not bool(torch.isfinite(targets).all()):
+        raise ValueError("targets must hold at least one value, all finite")
+    dim = validate_int("dim", dim, minimum=2, even=True)
+    base = validate_positive_float("base", base, above=1.0)
+    if rcond is not None:
+        rcond = validate_positive_float("rcond", rcond)
+    s = torch.arange(targets.shape[0], dtype=torch.float64)[:, None]
+    theta = frequencies(dim, base)[None, :]
+    design = torch.cat((torch.cos(s * theta), -torch.sin(s * theta)), dim=1)  # (L, d)
+    y = targets.detach().to("cpu", torch.float64)[:, None]
+    solution = torch.linalg.lstsq(design, y, rcond=rcond, driver="gelsd").solution[:, 0]
+    return torch.complex(solution[: dim // 2], solution[dim // 2 :])
+
+
+def interpolation_gap(
+    coefficients: torch.Tensor,
+    positions: torch.Tensor | Sequence[float] | float,
+    base: float = 10000.0,
+) -> torch.Tensor:
+    """|a(s) - a_lin(s)|: how far a strays from the chord through a(⌊s⌋) and a(⌊s⌋ + 1).
+
+    a_lin(s) = (1 - t) a(⌊s⌋) + t a(⌊s⌋ + 1), t = s - ⌊s⌋; zero at the integers. Chen et
+    al.'s Theorem 2.1 (2023) bounds it; the textbook error of linear interpolation gives
+    |a(s) - a_lin(s)| <= (Σ_i |h_i| θ_i²) t (1 - t) / 2. Float64. Chapter 8.
+    """
+    s = _real_positions(positions)
+    below = torch.floor(s)
+    chord = torch.lerp(
+        rotary_score(coefficients, below, base),
+        rotary_score(coefficients, below + 1, base),
+        s - below,
+    )
+    return (rotary_score(coefficients, s, base) - chord).abs()

@@ -115,15 +115,16 @@ def sinusoidal_table(
     return table.to(dtype)
 
 
-def shift_matrix(offset: int, dim: int, base: float = 10000.0) -> torch.Tensor:
-    """M_k (dim × dim, float64) with PE(m + k) = M_k PE(m) for every m, interleaved layout.
+def shift_matrix(shift: int, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """M_c (dim × dim, float64) with PE(m + c) = M_c PE(m) for every m, interleaved layout.
 
-    Block i (rows and columns 2i, 2i+1) is [[cos kθ_i, sin kθ_i], [-sin kθ_i, cos kθ_i]]:
-    in the (sin, cos) order of the pair this turns the point by -kθ_i. M_k depends on
-    k only, and it is orthogonal. Chapter 4.
+    ``shift`` is c, the shift applied to every position (not an offset r = m − n).
+    Block i (rows and columns 2i, 2i+1) is [[cos cθ_i, sin cθ_i], [-sin cθ_i, cos cθ_i]]:
+    in the (sin, cos) order of the pair this turns the point by -cθ_i. M_c depends on
+    c only, and it is orthogonal. Chapter 4.
     """
-    offset = validate_int("offset", offset)
-    angle = offset * frequencies(dim, base)  # (dim/2,)
+    shift = validate_int("shift", shift)
+    angle = shift * frequencies(dim, base)  # (dim/2,)
     cos, sin = torch.cos(angle), torch.sin(angle)
     blocks = torch.stack((torch.stack((cos, sin), -1), torch.stack((-sin, cos), -1)), -2)
     return torch.block_diag(*blocks)  # (dim, dim)

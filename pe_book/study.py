@@ -191,7 +191,7 @@ def evaluate_sliding(
 def rope_scalings(length: int, train_len: int) -> dict[str, Scaling]:
     """Inference-time context extension for a RoPE model trained at train_len (chapter 8).
 
-    Position Interpolation and YaRN with factor s = length / train_len; dynamic NTK
+    Position Interpolation and YaRN with factor κ = length / train_len; dynamic NTK
     with factor 1 (its base grows with the current length by itself).
     """
     factor = length / train_len

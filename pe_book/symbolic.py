@@ -151,12 +151,13 @@ def sinusoidal_vector(position: sp.Expr, thetas: list[sp.Expr]) -> sp.Matrix:
     return sp.Matrix.vstack(*(sinusoidal_pair(position, theta) for theta in thetas))
 
 
-def shift_block(offset: sp.Expr, theta: sp.Expr) -> sp.Matrix:
-    """[[cos kθ, sin kθ], [-sin kθ, cos kθ]] = R(-kθ): maps the pair of m to the pair of m + k.
+def shift_block(shift: sp.Expr, theta: sp.Expr) -> sp.Matrix:
+    """[[cos cθ, sin cθ], [-sin cθ, cos cθ]] = R(-cθ): maps the pair of m to the pair of m + c.
 
-    In the (sin, cos) order of the paper the shift turns the pair by -kθ. Chapter 4.
+    ``shift`` is c, the shift applied to every position. In the (sin, cos) order of
+    the paper the shift turns the pair by -cθ. Chapter 4.
     """
-    return rotation(-offset * theta)
+    return rotation(-shift * theta)
 
 
 def generic_polynomial(variables: list[sp.Symbol], degree: int, name: str = "c") -> sp.Expr:

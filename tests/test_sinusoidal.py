@@ -82,24 +82,24 @@ def test_frequencies_and_wavelengths(dim, base):
 
 
 @given(st.integers(0, 10**6), st.integers(-1000, 1000), dims, bases)
-def test_shift_is_a_rotation(pos, offset, dim, base):
-    """PE(m + k) = M_k PE(m), with M_k independent of m (chapter 4)."""
-    if pos + offset < 0:
-        offset = -pos
-    rows = sinusoidal_table(torch.tensor([pos, pos + offset]), dim, base, dtype=torch.float64)
+def test_shift_is_a_rotation(pos, shift, dim, base):
+    """PE(m + c) = M_c PE(m), with M_c independent of m (chapter 4)."""
+    if pos + shift < 0:
+        shift = -pos
+    rows = sinusoidal_table(torch.tensor([pos, pos + shift]), dim, base, dtype=torch.float64)
     torch.testing.assert_close(
-        shift_matrix(offset, dim, base) @ rows[0], rows[1], rtol=0, atol=1e-9
+        shift_matrix(shift, dim, base) @ rows[0], rows[1], rtol=0, atol=1e-9
     )
 
 
 @given(st.integers(-500, 500), dims, bases)
-def test_shift_matrix_is_orthogonal_and_composes(offset, dim, base):
-    m_k = shift_matrix(offset, dim, base)
+def test_shift_matrix_is_orthogonal_and_composes(shift, dim, base):
+    m_c = shift_matrix(shift, dim, base)
     eye = torch.eye(dim, dtype=torch.float64)
-    torch.testing.assert_close(m_k.T @ m_k, eye, rtol=0, atol=1e-12)
+    torch.testing.assert_close(m_c.T @ m_c, eye, rtol=0, atol=1e-12)
     torch.testing.assert_close(
-        shift_matrix(offset, dim, base) @ shift_matrix(3, dim, base),
-        shift_matrix(offset + 3, dim, base),
+        shift_matrix(shift, dim, base) @ shift_matrix(3, dim, base),
+        shift_matrix(shift + 3, dim, base),
         rtol=0,
         atol=1e-9,
     )

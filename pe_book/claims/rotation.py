@@ -2,7 +2,7 @@
 
 The measured claims fit the shift map from a table's own rows (least squares on
 float64), so that a table that is not of the paper's kind gives a different
-answer; the symbolic identities are proved with SymPy for symbolic m, k, θ.
+answer; the symbolic identities are proved with SymPy for symbolic m, c, θ.
 A table function has the signature ``table(positions, dim) -> (len(positions), d)``,
 interleaved layout (pair i in columns 2i, 2i+1).
 """
@@ -39,18 +39,18 @@ def _pair_blocks(matrix: torch.Tensor) -> torch.Tensor:
 
 
 def _symbolic_pair() -> tuple[sp.Symbol, sp.Symbol, sp.Symbol]:
-    return sp.symbols("m k theta", real=True)
+    return sp.symbols("m c theta", real=True)
 
 
 def source_identities() -> tuple[sp.Expr, sp.Expr]:
-    """Source 000's right-hand sides for PE(m+k)_{2i} and PE(m+k)_{2i+1}, one pair."""
-    m, k, theta = _symbolic_pair()
+    """Source 000's right-hand sides for PE(m+c)_{2i} and PE(m+c)_{2i+1}, one pair."""
+    m, c, theta = _symbolic_pair()
 
     def pe(position: sp.Expr, j: int) -> sp.Expr:  # coordinate j: 0 = sin, 1 = cos
         return symbolic.sinusoidal_pair(position, theta)[j]
 
-    even = pe(m, 0) * pe(k, 1) + pe(m, 1) * pe(k, 0)
-    odd = pe(m, 1) * pe(k, 1) - pe(m, 0) * pe(k, 0)
+    even = pe(m, 0) * pe(c, 1) + pe(m, 1) * pe(c, 0)
+    odd = pe(m, 1) * pe(c, 1) - pe(m, 0) * pe(c, 0)
     return even, odd
 
 
@@ -58,12 +58,12 @@ def source_identities() -> tuple[sp.Expr, sp.Expr]:
 def component_identities(
     identities: tuple[sp.Expr, sp.Expr] | None = None, table: Table = paper_table
 ) -> Finding:
-    """SymPy: both identities for symbolic m, k, θ; and on the table (d = 16, k = 100)."""
-    m, k, theta = _symbolic_pair()
+    """SymPy: both identities for symbolic m, c, θ; and on the table (d = 16, c = 100)."""
+    m, c, theta = _symbolic_pair()
     even, odd = identities or source_identities()
-    shifted = symbolic.sinusoidal_pair(m + k, theta)
+    shifted = symbolic.sinusoidal_pair(m + c, theta)
     proved = symbolic.identity_holds(shifted[0], even) and symbolic.identity_holds(shifted[1], odd)
-    rows = table(torch.arange(200), 16)  # positions 0..49 as m, 100 as k
+    rows = table(torch.arange(200), 16)  # positions 0..49 as m, 100 as c
     sin_m, cos_m, sin_k, cos_k = rows[:50, 0::2], rows[:50, 1::2], rows[100, 0::2], rows[100, 1::2]
     on_table = bool(
         torch.allclose(rows[100:150, 0::2], sin_m * cos_k + cos_m * sin_k, atol=1e-12)
@@ -71,13 +71,13 @@ def component_identities(
     )
     return Finding(
         holds=proved and on_table,
-        shown=(f"SymPy, symbolic m, k, θ: {proved}; on the table (d = 16, k = 100): {on_table}",),
+        shown=(f"SymPy, symbolic m, c, θ: {proved}; on the table (d = 16, c = 100): {on_table}",),
     )
 
 
 @evidence("001-shift-is-linear")
 def shift_is_linear(table: Table = paper_table) -> Finding:
-    """One matrix maps PE(m) to PE(m + k) wherever m is: fitted at two places, used at a third."""
+    """One matrix maps PE(m) to PE(m + c) wherever m is: fitted at two places, used at a third."""
     dim, worst = 16, 0.0
     for shift in (1, 7, 100):
         positions = torch.arange(50_000, 50_400)  # neither fit saw these rows
@@ -88,8 +88,8 @@ def shift_is_linear(table: Table = paper_table) -> Finding:
     return Finding(
         holds=worst < 1e-4,  # float64 least squares: ~1e-6 here (the slow pairs barely move)
         shown=(
-            "d = 16, k = 1, 7, 100: M fitted on positions 1-400, or on 10,000-10,399, maps"
-            f" rows 50,000-50,399 k places on (to 1e-4): {worst < 1e-4}",
+            "d = 16, c = 1, 7, 100: M fitted on positions 1-400, or on 10,000-10,399, maps"
+            f" rows 50,000-50,399 c places on (to 1e-4): {worst < 1e-4}",
         ),
     )
 
@@ -108,7 +108,7 @@ def rotation_matrix(table: Table = paper_table) -> Finding:
     return Finding(
         holds=worst < 1e-4,
         shown=(
-            "d = 16, k = 1, 7, 100: the fitted map is block-diagonal, each block"
+            "d = 16, c = 1, 7, 100: the fitted map is block-diagonal, each block"
             f" orthogonal with determinant 1 (to 1e-4): {worst < 1e-4}",
         ),
     )
@@ -116,7 +116,7 @@ def rotation_matrix(table: Table = paper_table) -> Finding:
 
 @evidence("001-no-global-rotation")
 def no_global_rotation(table: Table = paper_table) -> Finding:
-    """The blocks' angles, measured on the table (d = 512), differ for each shift k = 1..10."""
+    """The blocks' angles, measured on the table (d = 512), differ for each shift c = 1..10."""
     dim = 512
     rows = table(torch.arange(0, 11), dim)  # positions 0..10
     angle = torch.atan2(rows[:, 0::2], rows[:, 1::2])  # (11, d/2): the pair's angle at m
@@ -128,6 +128,6 @@ def no_global_rotation(table: Table = paper_table) -> Finding:
         holds=all(distinct),
         shown=(
             f"d = {dim}: the {dim // 2} blocks turn by different angles (mod 2π) for every"
-            f" k = 1..10: {all(distinct)}",
+            f" c = 1..10: {all(distinct)}",
         ),
     )

@@ -17,9 +17,9 @@ __all__ = ["check_bilinear_terms", "check_direction_matrix", "check_shift_matrix
 
 
 def check_shift_matrix(reader: Callable[[int, int, float], torch.Tensor]) -> None:
-    """Chapter 4: ``reader(offset, dim, base)`` must return M_k with PE(m + k) = M_k PE(m)."""
+    """Chapter 4: ``reader(shift, dim, base)`` must return M_c with PE(m + c) = M_c PE(m)."""
     sizes = [(0, 2, 10000.0), (1, 4, 10000.0), (5, 8, 100.0), (-3, 6, 10000.0), (40, 16, 1e5)]
-    cases = [Case(size, f"offset={size[0]}, dim={size[1]}, base={size[2]:g}") for size in sizes]
+    cases = [Case(size, f"shift={size[0]}, dim={size[1]}, base={size[2]:g}") for size in sizes]
     check(
         "shift_matrix",
         reader,
