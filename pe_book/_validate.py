@@ -20,6 +20,7 @@ __all__ = [
     "validate_int",
     "validate_positions",
     "validate_positive_float",
+    "validate_real_vector",
     "validate_tensor",
 ]
 
@@ -112,3 +113,27 @@ def validate_positions(positions: int | torch.Tensor) -> torch.Tensor:
             )
         return positions
     return torch.arange(validate_int("seq_len", positions, minimum=0))
+
+
+def validate_real_vector(name: str, value: object) -> torch.Tensor:
+    """``value`` (a number, a sequence of numbers or a 1-D tensor) as a finite 1-D float64 tensor.
+
+    Python numbers go straight to float64 (``torch.as_tensor`` would make floats
+    float32); booleans, complex numbers, strings and non-finite values are refused.
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, torch.Tensor):
+        try:
+            value = torch.tensor(value, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise TypeError(
+                f"{name} must be real numbers (a 1-D tensor or a sequence), got {value!r}"
+            ) from error
+    validate_tensor(name, value, ndim=1)
+    if value.dtype == torch.bool or value.is_complex():
+        raise TypeError(f"{name} must be real numbers, got dtype {value.dtype}")
+    value = value.to(torch.float64)
+    if not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} must be finite")
+    return value

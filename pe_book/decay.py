@@ -26,7 +26,7 @@ import math
 import mpmath
 import torch
 
-from pe_book._validate import validate_positive_float, validate_tensor
+from pe_book._validate import validate_positive_float, validate_real_vector, validate_tensor
 from pe_book.sinusoidal import frequencies
 
 __all__ = [
@@ -45,19 +45,7 @@ __all__ = [
 
 def _offsets(offsets: object) -> torch.Tensor:
     """Offsets as a 1-D float64 tensor (any real values; position offsets are integers)."""
-    if isinstance(offsets, int | float) and not isinstance(offsets, bool):
-        offsets = [offsets]
-    if not isinstance(offsets, torch.Tensor):
-        # Python numbers straight to float64: torch.as_tensor would make floats float32
-        offsets = torch.tensor(offsets, dtype=torch.float64)
-    tensor = offsets
-    validate_tensor("offsets", tensor, ndim=1)
-    if tensor.dtype == torch.bool or tensor.is_complex():
-        raise TypeError(f"offsets must be real numbers, got dtype {tensor.dtype}")
-    tensor = tensor.to(torch.float64)
-    if not bool(torch.isfinite(tensor).all()):
-        raise ValueError("offsets must be finite")
-    return tensor
+    return validate_real_vector("offsets", offsets)
 
 
 def dot_profile(offsets: object, dim: int, base: float = 10000.0) -> torch.Tensor:

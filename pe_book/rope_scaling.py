@@ -20,13 +20,17 @@ pinned down between those integers (:func:`interpolation_gap`) but not beyond L.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from pe_book._validate import validate_int, validate_positive_float, validate_tensor
+from pe_book._validate import (
+    validate_int,
+    validate_positive_float,
+    validate_real_vector,
+    validate_tensor,
+)
 from pe_book.sinusoidal import frequencies
 
 __all__ = [
@@ -198,22 +202,7 @@ def scaled_frequencies(
 
 def _real_positions(positions: torch.Tensor | Sequence[float] | float) -> torch.Tensor:
     """Real positions s (any finite values, not only integers) as a 1-D float64 tensor."""
-    if isinstance(positions, numbers.Real) and not isinstance(positions, bool):
-        positions = [positions]
-    if not isinstance(positions, torch.Tensor):
-        try:
-            positions = torch.tensor(positions, dtype=torch.float64)
-        except (TypeError, ValueError) as error:
-            raise TypeError(
-                f"positions must be real numbers (a 1-D tensor or a sequence), got {positions!r}"
-            ) from error
-    validate_tensor("positions", positions, ndim=1)
-    if positions.dtype == torch.bool or positions.is_complex():
-        raise TypeError(f"positions must be real numbers, got dtype {positions.dtype}")
-    positions = positions.to(torch.float64)
-    if not bool(torch.isfinite(positions).all()):
-        raise ValueError("positions must be finite")
-    return positions
+    return validate_real_vector("positions", positions)
 
 
 def _coefficients(coefficients: object) -> torch.Tensor:
