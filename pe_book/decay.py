@@ -37,6 +37,7 @@ __all__ = [
     "integral_profile",
     "integral_reach",
     "largest_rebound",
+    "log_window_mean",
     "profile_from_frequencies",
     "rope_decay_bound",
     "rotated_scores",
@@ -208,3 +209,30 @@ def largest_rebound(values: torch.Tensor) -> tuple[float, int]:
     rise = values - torch.cummin(values, dim=0).values
     index = int(rise.argmax())
     return float(rise[index]), index
+
+
+def log_window_mean(
+    values: torch.Tensor, shown: torch.Tensor, ratio: float = 2**0.5
+) -> torch.Tensor:
+    """For each offset r in ``shown``, the mean of ``values`` over the offsets r/ratio .. r·ratio.
+
+    ``values[r]`` is a profile at offsets 0, 1, 2, ...; it must reach r·ratio for the
+    largest r shown. A window that grows with r smooths an oscillating profile evenly
+    on a log axis (chapter 8's profiles). float64, one entry per shown offset.
+    """
+    validate_tensor("values", values, ndim=1)
+    validate_tensor("shown", shown, ndim=1)
+    ratio = validate_positive_float("ratio", ratio, above=1.0)
+    if shown.is_floating_point() or shown.dtype == torch.bool:
+        raise TypeError(f"shown must hold integer offsets, got dtype {shown.dtype}")
+    if shown.numel() and int(shown.min()) < 0:
+        raise ValueError(f"shown must be offsets >= 0, got {int(shown.min())}")
+    low = (shown.double() / ratio).long()
+    high = (shown.double() * ratio).long()
+    if high.numel() and int(high.max()) >= len(values):
+        raise ValueError(
+            f"values reach offset {len(values) - 1}, but the window of offset"
+            f" {int(shown.max())} needs {int(high.max())}"
+        )
+    total = torch.cat([values.new_zeros(1, dtype=torch.float64), values.double().cumsum(0)])
+    return (total[high + 1] - total[low]) / (high - low + 1)

@@ -121,3 +121,31 @@ def test_profile_from_frequencies_is_the_rotated_score_of_a_pair_aligned_query(f
 def test_profile_from_frequencies_rejects_a_matrix_of_frequencies():
     with pytest.raises((ValueError, TypeError), match="theta"):
         decay.profile_from_frequencies([1, 2], torch.ones(2, 2))
+
+
+def test_log_window_mean_averages_the_window_r_over_ratio_to_r_times_ratio():
+    values = torch.arange(100, dtype=torch.float64)  # values[r] = r
+    shown = torch.tensor([1, 10, 40])
+    got = decay.log_window_mean(values, shown, ratio=2.0)
+    # windows 0..2, 5..20, 20..80: means of consecutive integers
+    torch.testing.assert_close(got, torch.tensor([1.0, 12.5, 50.0], dtype=torch.float64))
+    constant = decay.log_window_mean(torch.full((50,), 0.3), torch.arange(1, 30), ratio=1.5)
+    torch.testing.assert_close(constant, torch.full((29,), 0.3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: decay.log_window_mean(torch.zeros(10), torch.tensor([8])), ValueError, "needs 11"),
+        (lambda: decay.log_window_mean(torch.zeros(10), torch.tensor([1.5])), TypeError, "integer"),
+        (lambda: decay.log_window_mean(torch.zeros(10), torch.tensor([-1])), ValueError, ">= 0"),
+        (
+            lambda: decay.log_window_mean(torch.zeros(10), torch.tensor([1]), 1.0),
+            ValueError,
+            "ratio",
+        ),
+    ],
+)
+def test_log_window_mean_refuses_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
