@@ -4,8 +4,8 @@ One module per idea; each chapter imports what it shows. Every module, with the
 chapter (ch.) that introduces it:
 
 Foundations
-- ``pe_book.attention``     scaled dot-product attention, the qkv/head split, the causal
-                            offset (ch. 01; used by every method)
+- ``pe_book.attention``     scaled dot-product attention, the qkv/head split, where the
+                            queries start (ch. 01; used by every method)
 - ``pe_book.symmetry``      permutations and the symmetry attention cannot break (ch. 01)
 - ``pe_book.taylor``        the Taylor expansion of a read-out in two positions (ch. 02)
 - ``pe_book.symbolic``      SymPy helpers shared by the proofs (ch. 01-07, 09)

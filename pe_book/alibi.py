@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 
 from pe_book._validate import validate_int, validate_tensor
-from pe_book.attention import attention, query_offset
+from pe_book.attention import attention, query_start
 from pe_book.positions import ModelConfig, PositionMethod, register
 
 __all__ = [
@@ -71,25 +71,25 @@ def alibi_bias(
     slopes: torch.Tensor,
     *,
     causal: bool = True,
-    offset: int | None = None,
+    start: int | None = None,
 ) -> torch.Tensor:
     """ALiBi bias of shape (n_heads, q_len, k_len), in the slopes' dtype. Chapter 9.
 
-    Query i sits at position m = offset + i and key j at n = j; the default
-    ``offset = k_len - q_len`` puts the queries at the end of the keys (decoding
+    Query i sits at position m = start + i and key j at n = j; the default
+    ``start = k_len - q_len`` puts the queries at the end of the keys (decoding
     with a KV cache), as ``pe_book.attention.causal_mask`` does.
 
     causal=True: -s_h (m - n). Entries with n > m hold positive values; they are
     meant to be hidden by a causal mask (``alibi_attention`` applies one).
-    causal=False: -s_h |m - n|, symmetric in the offset.
+    causal=False: -s_h |m - n|, symmetric in the offset r = m - n.
     """
     q_len = validate_int("q_len", q_len, minimum=1)
     k_len = validate_int("k_len", k_len, minimum=1)
     slopes = _check_slopes(slopes)
-    if offset is None:
-        offset = query_offset(q_len, k_len)
-    offset = validate_int("offset", offset, minimum=0)
-    m = torch.arange(q_len, dtype=slopes.dtype)[:, None] + offset  # (q_len, 1)
+    if start is None:
+        start = query_start(q_len, k_len)
+    start = validate_int("start", start, minimum=0)
+    m = torch.arange(q_len, dtype=slopes.dtype)[:, None] + start  # (q_len, 1)
     n = torch.arange(k_len, dtype=slopes.dtype)[None, :]  # (1, k_len)
     distance = m - n if causal else (m - n).abs()  # (q_len, k_len)
     return -slopes[:, None, None] * distance  # (n_heads, q_len, k_len)
@@ -171,10 +171,10 @@ def _compiled_flex() -> Callable[..., torch.Tensor]:
 def _block_mask(q_len: int, k_len: int, device: str) -> object:
     from torch.nn.attention.flex_attention import create_block_mask
 
-    offset = query_offset(q_len, k_len)
+    start = query_start(q_len, k_len)
 
     def sees(b: torch.Tensor, h: torch.Tensor, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
-        return j <= i + offset
+        return j <= i + start
 
     return create_block_mask(sees, None, None, q_len, k_len, device=device)
 
@@ -183,13 +183,13 @@ def _fused(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor, causal: bool
 ) -> torch.Tensor:
     """FlexAttention: the bias is computed per score inside the kernel, never stored."""
-    offset = query_offset(q.shape[-2], k.shape[-2])
+    start = query_start(q.shape[-2], k.shape[-2])
     s = slopes.to(q.dtype)
 
     def score_mod(
         score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, i: torch.Tensor, j: torch.Tensor
     ) -> torch.Tensor:
-        distance = i + offset - j
+        distance = i + start - j
         return score - s[h] * (distance if causal else distance.abs())
 
     block_mask = _block_mask(q.shape[-2], k.shape[-2], str(q.device)) if causal else None
@@ -247,6 +247,6 @@ class AlibiPositions(PositionMethod):
         self.register_buffer("slopes", alibi_slopes(config.n_heads).float(), persistent=False)
 
     def score_bias(
-        self, q_len: int, k_len: int, dtype: torch.dtype, offset: int | None = None
+        self, q_len: int, k_len: int, dtype: torch.dtype, start: int | None = None
     ) -> torch.Tensor:
-        return alibi_bias(q_len, k_len, self.slopes.to(dtype), offset=offset)  # (H, q, k)
+        return alibi_bias(q_len, k_len, self.slopes.to(dtype), start=start)  # (H, q, k)

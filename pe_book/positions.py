@@ -6,7 +6,7 @@ default does nothing:
 
 - ``embed(x)``: add a vector to the token embeddings, ``x + p_m`` (sinusoidal,
   learned; chapters 3, 6);
-- ``score_bias(q_len, k_len, dtype, offset)``: a bias added to every layer's
+- ``score_bias(q_len, k_len, dtype, start)``: a bias added to every layer's
   scores, (H, q_len, k_len), built once per call (T5, ALiBi; chapters 6, 9);
 - ``rotate(q, k)``: turn queries and keys before their dot product (RoPE, ch. 7);
 - ``make_attention(config)``: bring its own attention layer, and say with
@@ -103,11 +103,11 @@ class PositionMethod(nn.Module):
         return x
 
     def score_bias(
-        self, q_len: int, k_len: int, dtype: torch.dtype, offset: int | None = None
+        self, q_len: int, k_len: int, dtype: torch.dtype, start: int | None = None
     ) -> torch.Tensor | None:
         """A bias (H, q_len, k_len) for every layer's scores, or None.
 
-        ``offset`` is the position of the first query (default ``k_len - q_len``:
+        ``start`` is the position of the first query (default ``k_len - q_len``:
         the queries are the last ones, as when decoding with a cache).
         """
         return None

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from pe_book._validate import validate_int, validate_tensor
-from pe_book.attention import attention_weights, merge_heads, project_heads, query_offset
+from pe_book.attention import attention_weights, merge_heads, project_heads, query_start
 from pe_book.positions import ModelConfig, PositionMethod, register
 
 __all__ = ["ShawAttention", "T5Bias", "relative_indices", "t5_bucket", "t5_bucket_ranges"]
@@ -163,8 +163,8 @@ def t5_bucket_ranges(
 class T5Bias(nn.Module):
     """One learned scalar per (bucket, head), added to the attention scores (T5).
 
-    ``forward(q_len, k_len, offset=None)`` returns the bias (n_heads, q_len, k_len) for
-    queries at positions offset .. offset + q_len - 1 (by default the last q_len
+    ``forward(q_len, k_len, start=None)`` returns the bias (n_heads, q_len, k_len) for
+    queries at positions start .. start + q_len - 1 (by default the last q_len
     positions, as when decoding with a cache) and keys at 0 .. k_len - 1. T5 computes
     it once, in the first layer, and every layer reuses it. Chapter 6.
     """
@@ -187,10 +187,10 @@ class T5Bias(nn.Module):
         )
         self.bias = nn.Embedding(num_buckets, n_heads)
 
-    def forward(self, q_len: int, k_len: int, offset: int | None = None) -> torch.Tensor:
+    def forward(self, q_len: int, k_len: int, start: int | None = None) -> torch.Tensor:
         q_len = validate_int("q_len", q_len, minimum=1)
         k_len = validate_int("k_len", k_len, minimum=q_len)
-        first = query_offset(q_len, k_len, offset)  # position of the first query
+        first = query_start(q_len, k_len, start)  # position of the first query
         query = torch.arange(first, first + q_len)[:, None]  # m
         key = torch.arange(k_len)[None, :]  # n
         buckets = t5_bucket(query - key, self.bidirectional, self.num_buckets, self.max_distance)
@@ -217,6 +217,6 @@ class T5Positions(PositionMethod):
         self.bias = T5Bias(config.n_heads, bidirectional=False, max_distance=config.t5_max_distance)
 
     def score_bias(
-        self, q_len: int, k_len: int, dtype: torch.dtype, offset: int | None = None
+        self, q_len: int, k_len: int, dtype: torch.dtype, start: int | None = None
     ) -> torch.Tensor:
-        return self.bias(q_len, k_len, offset).to(dtype)  # (H, q, k)
+        return self.bias(q_len, k_len, start).to(dtype)  # (H, q, k)

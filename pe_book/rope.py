@@ -147,9 +147,9 @@ def apply_rope(
 
 
 class Rope(nn.Module):
-    """RoPE with cached cos/sin (non-persistent buffers, grown on demand) and a position offset.
+    """RoPE with cached cos/sin (non-persistent buffers, grown on demand) and a start position.
 
-    ``forward(x, offset=0)`` rotates x (..., L, dim) as positions offset .. offset + L - 1,
+    ``forward(x, start=0)`` rotates x (..., L, dim) as positions start .. start + L - 1,
     e.g. the newest tokens while decoding with a KV cache. Angles are computed once,
     not per call. DynamicNTKScaling depends on the current length: its cache is rebuilt
     whenever the length needed changes. ``fused`` as in :func:`apply_rope`. Chapter 7.
@@ -207,15 +207,15 @@ class Rope(nn.Module):
             for name, value in self._tables(self._length).items():
                 setattr(self, name, value.to(self.cos.device))
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         validate_tensor("x", x, min_ndim=2, floating=True)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
-        offset = validate_int("offset", offset, minimum=0)
-        end = offset + x.shape[-2]
+        start = validate_int("start", start, minimum=0)
+        end = start + x.shape[-2]
         self._ensure(end)
         cos, sin = (self.cos64, self.sin64) if x.dtype == torch.float64 else (self.cos, self.sin)
-        return _rotate(x, cos[offset:end], sin[offset:end], self.layout, self.fused)
+        return _rotate(x, cos[start:end], sin[start:end], self.layout, self.fused)
 
 
 @register("rope")

@@ -205,12 +205,12 @@ def departures_from_paper(
 
 
 class SinusoidalEncoding(nn.Module):
-    """Adds the sinusoidal encoding to token vectors: ``x + PE[offset : offset + L]``.
+    """Adds the sinusoidal encoding to token vectors: ``x + PE[start : start + L]``.
 
     The table is built once (float64 angles, rounded to ``dtype``) and kept as a
     non-persistent buffer, so it follows ``.to(device)`` and stays out of
     checkpoints. A longer input grows it (to the next power of two) once; nothing
-    is recomputed per call. ``offset`` is the position of the first token, for
+    is recomputed per call. ``start`` is the position of the first token, for
     decoding with a cache. Shapes: x (..., L, dim) -> (..., L, dim). Chapter 3.
     """
 
@@ -241,18 +241,18 @@ class SinusoidalEncoding(nn.Module):
             table = self._build(grown, self.table.dtype).to(self.table.device)
             self.table = table
 
-    def positions(self, seq_len: int, offset: int = 0) -> torch.Tensor:
-        """Rows offset .. offset + seq_len - 1 of the table, shape (seq_len, dim)."""
+    def positions(self, seq_len: int, start: int = 0) -> torch.Tensor:
+        """Rows start .. start + seq_len - 1 of the table, shape (seq_len, dim)."""
         seq_len = validate_int("seq_len", seq_len, minimum=0)
-        offset = validate_int("offset", offset, minimum=0)
-        self._ensure(offset + seq_len)
-        return self.table[offset : offset + seq_len]
+        start = validate_int("start", start, minimum=0)
+        self._ensure(start + seq_len)
+        return self.table[start : start + seq_len]
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         validate_tensor("x", x, min_ndim=2, floating=True)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
-        return x + self.positions(x.shape[-2], offset).to(x.dtype)
+        return x + self.positions(x.shape[-2], start).to(x.dtype)
 
 
 @register("sinusoidal")

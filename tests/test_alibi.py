@@ -58,21 +58,21 @@ def test_power_of_two_slopes_are_geometric_with_ratio_two_to_minus_8_over_n(n_he
     )
 
 
-def naive_bias(q_len, k_len, slopes, causal, offset):
+def naive_bias(q_len, k_len, slopes, causal, start):
     bias = torch.empty(len(slopes), q_len, k_len, dtype=torch.float64)
     for h, s in enumerate(slopes.tolist()):
         for i in range(q_len):
             for j in range(k_len):
-                r = offset + i - j
+                r = start + i - j
                 bias[h, i, j] = -s * (r if causal else abs(r))
     return bias
 
 
 @given(st.integers(1, 9), st.integers(1, 12), st.integers(0, 5), st.integers(1, 6), st.booleans())
-def test_bias_equals_a_double_loop(q_len, k_len, offset, n_heads, causal):
+def test_bias_equals_a_double_loop(q_len, k_len, start, n_heads, causal):
     slopes = alibi_slopes(n_heads)
-    got = alibi_bias(q_len, k_len, slopes, causal=causal, offset=offset)
-    assert torch.equal(got, naive_bias(q_len, k_len, slopes, causal, offset))
+    got = alibi_bias(q_len, k_len, slopes, causal=causal, start=start)
+    assert torch.equal(got, naive_bias(q_len, k_len, slopes, causal, start))
 
 
 def test_bidirectional_bias_is_symmetric_and_never_positive():
@@ -139,13 +139,13 @@ def test_decoding_one_query_matches_the_last_row_of_the_full_pass():
 
 
 @given(st.integers(1, 6), st.integers(0, 6), st.booleans())
-def test_offset_bias_is_a_block_of_the_full_bias(q_len, offset, causal):
-    # KV-cache decoding: queries at positions offset .. offset + q_len - 1 see the
+def test_decoding_bias_is_a_block_of_the_full_bias(q_len, start, causal):
+    # KV-cache decoding: queries at positions start .. start + q_len - 1 see the
     # rows of the full bias at those positions, for every key so far.
-    slopes, k_len = alibi_slopes(3), offset + q_len
+    slopes, k_len = alibi_slopes(3), start + q_len
     full = alibi_bias(k_len, k_len, slopes, causal=causal)
-    block = alibi_bias(q_len, k_len, slopes, causal=causal, offset=offset)
-    assert torch.equal(block, full[:, offset:, :])
+    block = alibi_bias(q_len, k_len, slopes, causal=causal, start=start)
+    assert torch.equal(block, full[:, start:, :])
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,7 @@ def test_offset_bias_is_a_block_of_the_full_bias(q_len, offset, causal):
         (lambda: alibi_slopes(2.5), TypeError, "n_heads"),
         (lambda: alibi_bias(-1, 4, alibi_slopes(2)), ValueError, "q_len"),
         (lambda: alibi_bias(4, 0, alibi_slopes(2)), ValueError, "k_len"),
-        (lambda: alibi_bias(4, 4, alibi_slopes(2), offset=-1), ValueError, "offset"),
+        (lambda: alibi_bias(4, 4, alibi_slopes(2), start=-1), ValueError, "start"),
         (lambda: alibi_bias(4, 4, torch.ones(2, 2)), ValueError, "slopes"),
         (lambda: alibi_bias(4, 4, torch.tensor([0.5, float("nan")])), ValueError, "slopes"),
         (lambda: alibi_attention(*_qkv(), alibi_slopes(3)), ValueError, "slopes"),

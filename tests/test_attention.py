@@ -68,8 +68,8 @@ def test_square_causal_mask_is_lower_triangular():
     assert torch.equal(causal_mask(5, 5), torch.ones(5, 5, dtype=torch.bool).tril())
 
 
-def test_causal_mask_with_explicit_offset():
-    mask = causal_mask(2, 6, offset=1)  # queries at absolute positions 1 and 2
+def test_causal_mask_with_explicit_start():
+    mask = causal_mask(2, 6, start=1)  # queries at absolute positions 1 and 2
     assert mask.sum(dim=-1).tolist() == [2, 3]
 
 
@@ -78,8 +78,8 @@ def test_causal_mask_with_explicit_offset():
     [
         ((3, 2), {}, "q_len must be <= k_len"),
         ((0, 2), {}, "q_len must be an int >= 1"),
-        ((2, 4), {"offset": 3}, r"offset must be in \[0, k_len - q_len\] = \[0, 2\]"),
-        ((2, 4), {"offset": -1}, "offset must be an int >= 0"),
+        ((2, 4), {"start": 3}, r"start must be in \[0, k_len - q_len\] = \[0, 2\]"),
+        ((2, 4), {"start": -1}, "start must be an int >= 0"),
     ],
 )
 def test_causal_mask_rejects_bad_sizes(args, kwargs, message):

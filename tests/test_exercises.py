@@ -180,7 +180,7 @@ def test_chapter_9_checkers_accept_right_and_reject_wrong_answers(capsys):
         exercises.check_alibi_slopes(lambda n: [2 ** (-8 * (h + 1) / n) for h in range(n)])
     with pytest.raises(exercises.ExerciseMismatch, match="q_len=1, k_len=6"):  # no KV offset
         exercises.check_decoding_bias(
-            lambda q_len, k_len, s: alibi.alibi_bias(q_len, k_len, s, offset=0)
+            lambda q_len, k_len, s: alibi.alibi_bias(q_len, k_len, s, start=0)
         )
     with pytest.raises(exercises.ExerciseMismatch, match="shape"):
         exercises.check_decoding_bias(lambda q_len, k_len, s: alibi.alibi_bias(q_len, k_len, s)[0])

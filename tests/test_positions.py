@@ -61,7 +61,7 @@ def test_a_score_bias_can_place_its_queries_for_decoding():
         full = method.score_bias(8, 8, torch.float64)
         last = method.score_bias(1, 8, torch.float64)  # the newest query, with a cache
         assert torch.equal(last, full[:, -1:, :])
-        assert torch.equal(method.score_bias(1, 8, torch.float64, offset=3), full[:, 3:4, :])
+        assert torch.equal(method.score_bias(1, 8, torch.float64, start=3), full[:, 3:4, :])
 
 
 def test_only_rope_takes_an_inference_time_scaling():

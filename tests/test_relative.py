@@ -114,7 +114,7 @@ def test_t5_bias_is_one_scalar_per_bucket_and_head():
         (lambda: relative_indices(torch.arange(3), torch.arange(3), -1), "max_offset must be"),
         (lambda: ShawAttention(8, 2, -1), "max_offset must be an int >= 0"),
         (lambda: learned.LearnedPositions(4, 8)(torch.zeros(5, 8)), "max_len=4"),
-        (lambda: learned.LearnedPositions(8, 8).positions(2, offset=7), "position 8 requested"),
+        (lambda: learned.LearnedPositions(8, 8).positions(2, start=7), "position 8 requested"),
     ],
 )
 def test_bad_input_names_the_argument(call, message):
@@ -130,7 +130,7 @@ def test_t5_bucket_refuses_float_offsets():
 def test_learned_positions_add_rows_and_count_parameters():
     table = learned.LearnedPositions(16, 4)
     x = torch.zeros(3, 4)
-    torch.testing.assert_close(table(x, offset=2), table.table.weight[2:5])
+    torch.testing.assert_close(table(x, start=2), table.table.weight[2:5])
     assert table.num_parameters == 64 == sum(p.numel() for p in table.parameters())
 
 

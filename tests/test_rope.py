@@ -72,12 +72,12 @@ def test_layouts_differ_by_a_fixed_permutation(dim, seed):
 
 
 @given(st.integers(0, 5000), st.integers(1, 40), layouts)
-def test_offset_decoding_matches_the_full_rotation(offset, length, layout):
+def test_decoding_from_a_start_matches_the_full_rotation(start, length, layout):
     module = rope.Rope(16, layout=layout, max_len=8)
-    x = random(2, offset + length, 16)
+    x = random(2, start + length, 16)
     full = module(x)
-    step = module(x[:, offset:], offset=offset)
-    torch.testing.assert_close(step, full[:, offset:], rtol=0, atol=1e-12)
+    step = module(x[:, start:], start=start)
+    torch.testing.assert_close(step, full[:, start:], rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -119,7 +119,7 @@ def test_casting_the_module_keeps_its_tables_in_float32_and_float64(cast):
     layer = cast(rope.Rope(64, max_len=64))
     assert (layer.cos.dtype, layer.cos64.dtype) == (torch.float32, torch.float64)
     x = random(3, 40, 64, dtype=torch.bfloat16)
-    assert torch.equal(layer(x, offset=40000), rope.apply_rope(x, torch.arange(40000, 40040)))
+    assert torch.equal(layer(x, start=40000), rope.apply_rope(x, torch.arange(40000, 40040)))
 
 
 def test_module_cache_grows_and_stays_out_of_checkpoints():

@@ -86,7 +86,7 @@ def test_fused_and_plain_give_the_same_gradients_with_scaling_and_offset():
     grads = {}
     for fused, layer in layers.items():
         x = random(2, 5, 8).requires_grad_()
-        (layer(x, offset=100) * weight).sum().backward()
+        (layer(x, start=100) * weight).sum().backward()
         grads[fused] = x.grad
     torch.testing.assert_close(grads[True], grads[False], atol=1e-12, rtol=0)
 

@@ -144,14 +144,14 @@ def test_angles_are_exact_for_large_integer_positions():
 
 
 def test_symbolic_shift_block_matches_the_package():
-    offset, theta = sp.symbols("k theta", real=True)
-    block = symbolic.shift_block(offset, theta)
+    shift, theta = sp.symbols("c theta", real=True)
+    block = symbolic.shift_block(shift, theta)
 
     def numeric(k, t):
         c, s = math.cos(k * t), math.sin(k * t)
         return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
 
-    symbolic.compare_with_code(block, numeric, [offset, theta])
+    symbolic.compare_with_code(block, numeric, [shift, theta])
     # and the package's shift matrix has exactly these blocks (θ_0 = 1 for the first pair)
     torch.testing.assert_close(shift_matrix(5, 2), numeric(5, 1.0))
 
@@ -186,7 +186,7 @@ def test_module_adds_the_table_and_grows_without_recomputing_per_call():
     table_before = encoding.table
     encoding(x)
     assert encoding.table is table_before  # same buffer: nothing rebuilt
-    long = encoding(torch.zeros(10, 8), offset=5)  # needs 15 rows: grows to 16
+    long = encoding(torch.zeros(10, 8), start=5)  # needs 15 rows: grows to 16
     assert encoding.table.shape == (16, 8)
     torch.testing.assert_close(long, sinusoidal_table(torch.arange(5, 15), 8))
     assert "table" not in encoding.state_dict()  # a buffer, but not saved in checkpoints
@@ -195,7 +195,7 @@ def test_module_adds_the_table_and_grows_without_recomputing_per_call():
 def test_module_rejects_bad_input():
     with pytest.raises(ValueError, match="x must have last dimension dim=8"):
         SinusoidalEncoding(8)(torch.zeros(3, 6))
-    with pytest.raises(ValueError, match="offset must be an int >= 0"):
-        SinusoidalEncoding(8)(torch.zeros(3, 8), offset=-1)
+    with pytest.raises(ValueError, match="start must be an int >= 0"):
+        SinusoidalEncoding(8)(torch.zeros(3, 8), start=-1)
     with pytest.raises(ValueError, match="dim must be even"):
         SinusoidalEncoding(7)

@@ -55,7 +55,7 @@ def learned_cost() -> Finding:
 def learned_no_extrapolation() -> Finding:
     """A table has no row past its last: pe_book's refuses, MiniLM's real table has 512 rows."""
     try:
-        learned.LearnedPositions(512, 16).positions(1, offset=512)
+        learned.LearnedPositions(512, 16).positions(1, start=512)
         refused = False
     except ValueError:
         refused = True
