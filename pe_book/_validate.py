@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import torch
 
 __all__ = [
+    "validate_base",
     "validate_bool",
     "validate_choice",
     "validate_finite",
@@ -73,8 +74,12 @@ def validate_tensor(
     ndim: int | Sequence[int] | None = None,
     min_ndim: int | None = None,
     floating: bool = False,
+    last_dim: int | None = None,
 ) -> torch.Tensor:
-    """Return ``value`` after checking it is a tensor of an accepted rank (and dtype kind)."""
+    """Return ``value`` after checking it is a tensor of an accepted rank (and dtype kind).
+
+    ``last_dim``: the size its last dimension must have (the model or encoding ``dim``).
+    """
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if ndim is not None:
@@ -88,7 +93,14 @@ def validate_tensor(
         raise ValueError(f"{name} must have rank >= {min_ndim}, got shape {tuple(value.shape)}")
     if floating and not value.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
+    if last_dim is not None and value.shape[-1] != last_dim:
+        raise ValueError(f"{name} must have last dimension dim={last_dim}, got {value.shape[-1]}")
     return value
+
+
+def validate_base(base: object) -> float:
+    """The base b of θ_i = b^(-2i/d): a finite number > 1 (chapter 3), else an error naming it."""
+    return validate_positive_float("base", base, above=1.0)
 
 
 def validate_finite(name: str, value: torch.Tensor) -> torch.Tensor:

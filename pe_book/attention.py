@@ -211,9 +211,7 @@ class MultiHeadSelfAttention(nn.Module):
 
     def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
         """Project x to per-head q, k, v, each (batch, n_heads, seq, d_head)."""
-        validate_tensor("x", x, ndim=(2, 3), floating=True)
-        if x.shape[-1] != self.dim:
-            raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
+        validate_tensor("x", x, ndim=(2, 3), floating=True, last_dim=self.dim)
         unbatched = x.ndim == 2
         if unbatched:
             x = x.unsqueeze(0)  # (1, seq, dim)

@@ -26,7 +26,12 @@ import math
 import mpmath
 import torch
 
-from pe_book._validate import validate_positive_float, validate_real_vector, validate_tensor
+from pe_book._validate import (
+    validate_base,
+    validate_positive_float,
+    validate_real_vector,
+    validate_tensor,
+)
 from pe_book.sinusoidal import frequencies
 
 __all__ = [
@@ -64,7 +69,7 @@ def profile_from_frequencies(offsets: object, theta: torch.Tensor) -> torch.Tens
 def integral_profile(offsets: object, base: float = 10000.0) -> torch.Tensor:
     """∫_0^1 cos(r b^(-t)) dt = (Ci(|r|) - Ci(|r|/b)) / ln b, and 1 at r = 0; float64. Chapter 5."""
     r = _offsets(offsets).abs()
-    base = validate_positive_float("base", base, above=1.0)
+    base = validate_base(base)
     log_base = math.log(base)
     values = [
         1.0 if x == 0 else float((mpmath.ci(x) - mpmath.ci(x / base)) / log_base)
@@ -80,7 +85,7 @@ def integral_reach(level: float, base: float = 10000.0) -> float | None:
     change of ρ∞(r) - level, then refines it by bisection with mpmath. None if
     the profile stays above ``level`` on that range. Chapter 5.
     """
-    base = validate_positive_float("base", base, above=1.0)
+    base = validate_base(base)
     log_base = mpmath.log(base)
 
     def excess(r: float) -> float:
@@ -106,7 +111,7 @@ def integral_by_quadrature(
     independent check of :func:`integral_profile` (chapter 5); float64.
     """
     r = _offsets(offsets).abs()
-    base = validate_positive_float("base", base, above=1.0)
+    base = validate_base(base)
     nodes, weights = (torch.tensor(v, dtype=torch.float64) for v in _gauss_legendre_8())
     results = []
     for x in r.tolist():

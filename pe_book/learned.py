@@ -70,9 +70,7 @@ class LearnedPositions(nn.Module):
         return self.table.weight[start : start + seq_len]
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
-        validate_tensor("x", x, min_ndim=2, floating=True)
-        if x.shape[-1] != self.dim:
-            raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
+        validate_tensor("x", x, min_ndim=2, floating=True, last_dim=self.dim)
         return x + self.positions(x.shape[-2], start).to(x.dtype)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from pe_book._registry import lookup
 from pe_book._toml import read_data_toml
 
 __all__ = ["PaperTable", "get"]
@@ -54,7 +55,4 @@ def _tables() -> dict[str, PaperTable]:
 
 def get(table_id: str) -> PaperTable:
     """The quoted table with this id; a KeyError lists the known ids otherwise."""
-    try:
-        return _tables()[table_id]
-    except KeyError:
-        raise KeyError(f"unknown table {table_id!r}; known: {sorted(_tables())}") from None
+    return lookup(_tables(), table_id, "table")

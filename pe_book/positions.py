@@ -29,6 +29,7 @@ from functools import cache
 import torch
 from torch import nn
 
+from pe_book._registry import add
 from pe_book._validate import validate_choice, validate_int
 from pe_book.attention import MultiHeadSelfAttention
 
@@ -133,14 +134,12 @@ class PositionMethod(nn.Module):
 def register(name: str) -> Callable[[type[PositionMethod]], type[PositionMethod]]:
     """Class decorator: make the method available to ``build`` under ``name``."""
 
-    def add(method: type[PositionMethod]) -> type[PositionMethod]:
-        if name in _REGISTRY:
-            raise ValueError(f"position method {name!r} is registered twice")
+    def add_method(method: type[PositionMethod]) -> type[PositionMethod]:
+        add(_REGISTRY, name, method, "position method")
         method.name = name
-        _REGISTRY[name] = method
         return method
 
-    return add
+    return add_method
 
 
 @cache

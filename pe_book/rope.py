@@ -25,14 +25,13 @@ Context extension (``scaling=``): the dataclasses of :mod:`pe_book.rope_scaling`
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from pe_book._cached_table import CachedTable
 from pe_book._validate import (
     validate_bool,
     validate_choice,
     validate_int,
     validate_positions,
-    validate_positive_float,
     validate_tensor,
 )
 from pe_book.positions import ModelConfig, PositionMethod, register
@@ -146,7 +145,7 @@ def apply_rope(
     return _rotate(x, cos.to(x.device), sin.to(x.device), layout, validate_bool("fused", fused))
 
 
-class Rope(nn.Module):
+class Rope(CachedTable):
     """RoPE with cached cos/sin (non-persistent buffers, grown on demand) and a start position.
 
     ``forward(x, start=0)`` rotates x (..., L, dim) as positions start .. start + L - 1,
@@ -170,16 +169,13 @@ class Rope(nn.Module):
         max_len: int = 2048,
         fused: bool = True,
     ) -> None:
-        super().__init__()
+        super().__init__(dim, base, max_len)
         self.fused = validate_bool("fused", fused)
-        self.dim = validate_int("dim", dim, minimum=2, even=True)
-        self.base = validate_positive_float("base", base, above=1.0)
         self.layout = validate_choice("layout", layout, LAYOUTS)
         self.scaling = scaling
+        self.exact_length = isinstance(scaling, DynamicNTKScaling)
         scaled_frequencies(dim, base, scaling)  # validates the scaling
-        self._length = validate_int("max_len", max_len, minimum=1)
-        for name, value in self._tables(self._length).items():
-            self.register_buffer(name, value, persistent=False)
+        self._register_tables()
 
     def _tables(self, length: int) -> dict[str, torch.Tensor]:
         """float64 cos/sin for float64 inputs, float32 for everything else."""
@@ -200,17 +196,8 @@ class Rope(nn.Module):
                 setattr(self, name, value.to(device))
         return self
 
-    def _ensure(self, needed: int) -> None:
-        dynamic = isinstance(self.scaling, DynamicNTKScaling)
-        if needed > self._length or (dynamic and needed != self._length):
-            self._length = needed if dynamic else 1 << (needed - 1).bit_length()
-            for name, value in self._tables(self._length).items():
-                setattr(self, name, value.to(self.cos.device))
-
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
-        validate_tensor("x", x, min_ndim=2, floating=True)
-        if x.shape[-1] != self.dim:
-            raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
+        validate_tensor("x", x, min_ndim=2, floating=True, last_dim=self.dim)
         start = validate_int("start", start, minimum=0)
         end = start + x.shape[-2]
         self._ensure(end)

@@ -28,9 +28,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
+from pe_book._cached_table import CachedTable
 from pe_book._validate import (
+    validate_base,
     validate_choice,
     validate_int,
     validate_positions,
@@ -58,7 +59,7 @@ LAYOUTS = ("interleaved", "half")
 def frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
     """θ_i = base^(-2i/d) for i = 0, ..., d/2 - 1; float64, shape (dim/2,). Chapter 3."""
     dim = validate_int("dim", dim, minimum=2, even=True)
-    base = validate_positive_float("base", base, above=1.0)
+    base = validate_base(base)
     exponents = torch.arange(0, dim, 2, dtype=torch.float64) / dim  # 2i/d
     return base ** (-exponents)
 
@@ -204,7 +205,7 @@ def departures_from_paper(
     return found
 
 
-class SinusoidalEncoding(nn.Module):
+class SinusoidalEncoding(CachedTable):
     """Adds the sinusoidal encoding to token vectors: ``x + PE[start : start + L]``.
 
     The table is built once (float64 angles, rounded to ``dtype``) and kept as a
@@ -225,21 +226,14 @@ class SinusoidalEncoding(nn.Module):
         max_len: int = 512,
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        super().__init__()
-        self.dim = validate_int("dim", dim, minimum=2, even=True)
-        self.base = validate_positive_float("base", base, above=1.0)
+        super().__init__(dim, base, max_len)
         self.layout = validate_choice("layout", layout, LAYOUTS)
-        max_len = validate_int("max_len", max_len, minimum=1)
-        self.register_buffer("table", self._build(max_len, dtype), persistent=False)
+        self._dtype = dtype
+        self._register_tables()
 
-    def _build(self, length: int, dtype: torch.dtype) -> torch.Tensor:
-        return sinusoidal_table(length, self.dim, self.base, self.layout, dtype=dtype)
-
-    def _ensure(self, length: int) -> None:
-        if length > self.table.shape[0]:
-            grown = 1 << (length - 1).bit_length()  # next power of two >= length
-            table = self._build(grown, self.table.dtype).to(self.table.device)
-            self.table = table
+    def _tables(self, length: int) -> dict[str, torch.Tensor]:
+        dtype = self.table.dtype if "table" in self._buffers else self._dtype
+        return {"table": sinusoidal_table(length, self.dim, self.base, self.layout, dtype=dtype)}
 
     def positions(self, seq_len: int, start: int = 0) -> torch.Tensor:
         """Rows start .. start + seq_len - 1 of the table, shape (seq_len, dim)."""
@@ -249,9 +243,7 @@ class SinusoidalEncoding(nn.Module):
         return self.table[start : start + seq_len]
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
-        validate_tensor("x", x, min_ndim=2, floating=True)
-        if x.shape[-1] != self.dim:
-            raise ValueError(f"x must have last dimension dim={self.dim}, got {x.shape[-1]}")
+        validate_tensor("x", x, min_ndim=2, floating=True, last_dim=self.dim)
         return x + self.positions(x.shape[-2], start).to(x.dtype)
 
 

@@ -199,3 +199,12 @@ def test_module_rejects_bad_input():
         SinusoidalEncoding(8)(torch.zeros(3, 8), start=-1)
     with pytest.raises(ValueError, match="dim must be even"):
         SinusoidalEncoding(7)
+
+
+def test_encoding_table_grows_to_a_power_of_two_and_keeps_its_dtype():
+    encoding = SinusoidalEncoding(8, max_len=4, dtype=torch.float64)
+    encoding(torch.zeros(5, 8, dtype=torch.float64))  # needs 5 rows: 8
+    assert encoding.table.shape == (8, 8) and encoding.table.dtype == torch.float64
+    expected = sinusoidal_table(8, 8, dtype=torch.float64)
+    assert torch.equal(encoding.table, expected)
+    assert "table" not in encoding.state_dict()  # non-persistent

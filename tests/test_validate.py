@@ -5,7 +5,9 @@ import math
 import pytest
 import torch
 
+from pe_book._registry import add, lookup
 from pe_book._validate import (
+    validate_base,
     validate_choice,
     validate_finite,
     validate_int,
@@ -64,3 +66,23 @@ def test_check_finite_refuses_nan_but_allows_minus_infinity():
     validate_finite("bias", torch.tensor([0.0, -math.inf]))
     with pytest.raises(ValueError, match="bias contains NaN"):
         validate_finite("bias", torch.tensor([0.0, math.nan]))
+
+
+def test_check_tensor_last_dimension_and_base():
+    assert validate_tensor("x", torch.zeros(2, 8), last_dim=8).shape == (2, 8)
+    with pytest.raises(ValueError, match="x must have last dimension dim=8, got 3"):
+        validate_tensor("x", torch.zeros(2, 3), last_dim=8)
+    assert validate_base(10000) == 10000.0
+    with pytest.raises(ValueError, match=r"base must be a finite number > 1\.0, got 1\.0"):
+        validate_base(1)
+
+
+def test_registry_lookup_lists_known_names_and_add_refuses_a_second_entry():
+    table: dict[str, int] = {}
+    assert add(table, "a", 1, "thing") == 1
+    assert lookup(table, "a", "thing") == 1
+    with pytest.raises(KeyError, match=r"unknown thing 'b'; known: \['a'\]"):
+        lookup(table, "b", "thing")
+    with pytest.raises(ValueError, match="thing 'a' is registered twice"):
+        add(table, "a", 2, "thing")
+    assert table == {"a": 1}  # the first entry stays

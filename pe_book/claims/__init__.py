@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 
+from pe_book._registry import add, lookup
 from pe_book._toml import read_data_toml
 
 __all__ = [
@@ -171,10 +172,7 @@ def registry() -> dict[str, Claim]:
 
 def get(claim_id: str) -> Claim:
     """The claim with this id; a KeyError lists the known ids otherwise."""
-    try:
-        return registry()[claim_id]
-    except KeyError:
-        raise KeyError(f"unknown claim id {claim_id!r}; known: {sorted(registry())}") from None
+    return lookup(registry(), claim_id, "claim id")
 
 
 def for_chapter(chapter: str) -> list[Claim]:
@@ -211,10 +209,7 @@ def evidence(claim_id: str) -> Callable[[Callable[..., Finding]], Callable[..., 
     get(claim_id)  # an unknown id is an error at import time
 
     def register(function: Callable[..., Finding]) -> Callable[..., Finding]:
-        if claim_id in _EVIDENCE:
-            raise ValueError(f"claim {claim_id!r} already has evidence: {_EVIDENCE[claim_id]}")
-        _EVIDENCE[claim_id] = function
-        return function
+        return add(_EVIDENCE, claim_id, function, "evidence for claim")
 
     return register
 
