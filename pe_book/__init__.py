@@ -51,9 +51,13 @@ The book around the code
 - ``pe_book.plotting``      the book's figure style and its recurring figures, drawn from arrays
 - ``pe_book.reading``       shows readers the code a chapter relies on (ch. 02)
 - ``pe_book.seed``          deterministic cells
+- ``pe_book.lecture``       how long a chapter takes to present, from its words and live
+                            cells (ch. 00's lecture plan)
 
-Private helpers: ``pe_book._validate`` (argument checks with clear errors) and
-``pe_book._toml`` (the one reader of the TOML data).
+Private helpers: ``pe_book._validate`` (argument checks with clear errors),
+``pe_book._toml`` (the one reader of the TOML data), ``pe_book._registry`` (lookup
+by name for claims, papers and position methods) and ``pe_book._cached_table``
+(the grown-on-demand table under the sinusoidal encoding and RoPE).
 """
 
 __version__ = "0.1.0"

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pe_book.lecture import LECTURE_WORDS, prose_words
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 MACHINE_PATH = re.compile(r"/root/|/tmp/|/home/|/Users/|site-packages/|/work/")
@@ -250,24 +252,12 @@ def test_every_chapter_carries_slide_metadata_by_the_rule():
     assert done.returncode == 0, done.stdout
 
 
-#: A chapter is one lecture (BOOK.md): at most this many words of prose.
-LECTURE_WORDS = 2500
-
-
-def prose_words(path: Path) -> int:
-    """Words of a chapter's Markdown up to its References, display math left out."""
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    text = re.sub(r"\$\$.*?\$\$", " ", text.split("## References")[0], flags=re.S)
-    return len(text.split())
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_a_chapter_fits_one_lecture(path):
     words = prose_words(path)
     assert words <= LECTURE_WORDS, (
         f"{path.name}: {words} words of prose; the rule (LECTURE_WORDS in"
-        f" tests/test_notebooks.py, from BOOK.md) is at most {LECTURE_WORDS} per chapter."
+        f" pe_book/lecture.py, from BOOK.md) is at most {LECTURE_WORDS} per chapter."
         " Cut repetition, or move a topic to the chapter that owns it."
     )
 

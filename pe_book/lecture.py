@@ -1,0 +1,91 @@
+"""How long a chapter takes to present, computed from what it contains (chapter 0).
+
+The preface's lecture plan is not guessed: for each chapter it counts
+
+- the words of prose up to the References, display math left out (the same
+  count that holds every chapter to one lecture, ``LECTURE_WORDS``), spoken at
+  ``WORDS_PER_MINUTE``;
+- the code cells a lecturer runs live, those before the Exercises that the
+  slides show (solutions are skipped), at ``MINUTES_PER_CELL`` each: run it,
+  read its output or figure aloud;
+
+    minutes = words / WORDS_PER_MINUTE + live cells * MINUTES_PER_CELL.
+
+Exercises are not in it: the plan says which are done in class. The two rates
+are assumptions a lecturer can change, not measurements of a class.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pe_book._validate import validate_positive_float
+
+__all__ = [
+    "LECTURE_WORDS",
+    "MINUTES_PER_CELL",
+    "WORDS_PER_MINUTE",
+    "ChapterTime",
+    "chapter_time",
+    "live_cells",
+    "prose_words",
+]
+
+#: A chapter is one lecture: at most this many words of prose (BOOK.md).
+LECTURE_WORDS = 2500
+#: A lecturer explaining mathematics aloud (conversational English runs near 150).
+WORDS_PER_MINUTE = 130.0
+#: Running one cell live and reading its output or figure.
+MINUTES_PER_CELL = 1.0
+
+
+def _cells(path: Path) -> list[dict]:
+    if not isinstance(path, Path):
+        raise TypeError(f"path must be a pathlib.Path to a notebook, got {type(path).__name__}")
+    if path.suffix != ".ipynb" or not path.is_file():
+        raise ValueError(f"path must be an existing .ipynb file, got {path}")
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def prose_words(path: Path) -> int:
+    """Words of a chapter's Markdown up to its References, display math ($$...$$) left out."""
+    text = "\n".join("".join(c["source"]) for c in _cells(path) if c["cell_type"] == "markdown")
+    text = re.sub(r"\$\$.*?\$\$", " ", text.split("## References")[0], flags=re.S)
+    return len(text.split())
+
+
+def live_cells(path: Path) -> int:
+    """Code cells before the Exercises that the slides show (slide type other than skip)."""
+    count = 0
+    for cell in _cells(path):
+        if cell["cell_type"] == "markdown" and "".join(cell["source"]).startswith("## Exercises"):
+            break
+        shown = cell.get("metadata", {}).get("slideshow", {}).get("slide_type") != "skip"
+        count += cell["cell_type"] == "code" and shown
+    return count
+
+
+@dataclass(frozen=True)
+class ChapterTime:
+    """One chapter's presenting time: words, live cells, and the minutes they make."""
+
+    chapter: str
+    words: int
+    cells: int
+    minutes: float
+
+
+def chapter_time(
+    path: Path,
+    *,
+    words_per_minute: float = WORDS_PER_MINUTE,
+    minutes_per_cell: float = MINUTES_PER_CELL,
+) -> ChapterTime:
+    """words / words_per_minute + live cells * minutes_per_cell, for one notebook."""
+    rate = validate_positive_float("words_per_minute", words_per_minute)
+    per_cell = validate_positive_float("minutes_per_cell", minutes_per_cell)
+    words, cells = prose_words(path), live_cells(path)
+    return ChapterTime(path.stem.split("_")[0], words, cells, words / rate + cells * per_cell)
