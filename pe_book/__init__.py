@@ -20,7 +20,8 @@ Position methods (each registers itself with ``pe_book.positions``)
 - ``pe_book.relative``      Shaw et al.'s and T5's relative positions (ch. 06)
 - ``pe_book.rope``          rotary position embedding (ch. 07)
 - ``pe_book.rope_kernel``   RoPE's fused C loop (``_rope_kernel.c``), when it is built (ch. 12)
-- ``pe_book.rope_scaling``  RoPE's context-extension schemes: PI, NTK, YaRN, Llama 3 (ch. 08)
+- ``pe_book.rope_scaling``  RoPE's context-extension schemes: PI, NTK, YaRN, Llama 3,
+                            LongRoPE, partial rotary (ch. 08)
 - ``pe_book.alibi``         ALiBi's slopes and bias, materialised or fused (ch. 09, 12)
 
 The model, the studies and their results

@@ -36,7 +36,12 @@ from pe_book._validate import (
 )
 from pe_book.positions import ModelConfig, PositionMethod, register
 from pe_book.rope_kernel import can_fuse, rotate_half_fused
-from pe_book.rope_scaling import DynamicNTKScaling, Scaling, scaled_frequencies
+from pe_book.rope_scaling import (
+    DynamicNTKScaling,
+    LongRoPEScaling,
+    Scaling,
+    scaled_frequencies,
+)
 from pe_book.sinusoidal import LAYOUTS
 
 __all__ = [
@@ -150,8 +155,9 @@ class Rope(CachedTable):
 
     ``forward(x, start=0)`` rotates x (..., L, dim) as positions start .. start + L - 1,
     e.g. the newest tokens while decoding with a KV cache. Angles are computed once,
-    not per call. DynamicNTKScaling depends on the current length: its cache is rebuilt
-    whenever the length needed changes. ``fused`` as in :func:`apply_rope`. Chapter 7.
+    not per call. DynamicNTKScaling and LongRoPEScaling depend on the current length:
+    their cache is rebuilt whenever the length needed changes. ``fused`` as in
+    :func:`apply_rope`. Chapter 7.
     """
 
     cos: torch.Tensor
@@ -173,7 +179,7 @@ class Rope(CachedTable):
         self.fused = validate_bool("fused", fused)
         self.layout = validate_choice("layout", layout, LAYOUTS)
         self.scaling = scaling
-        self.exact_length = isinstance(scaling, DynamicNTKScaling)
+        self.exact_length = isinstance(scaling, (DynamicNTKScaling, LongRoPEScaling))
         scaled_frequencies(dim, base, scaling)  # validates the scaling
         self._register_tables()
 

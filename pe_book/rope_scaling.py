@@ -9,12 +9,13 @@ into the method's θ'_i and its attention factor. ``pe_book.rope`` rotates with 
 - :class:`NTKScaling`: NTK-aware (bloc97, 2023);
 - :class:`DynamicNTKScaling`: dynamic NTK (emozilla, 2023);
 - :class:`YaRNScaling`: YaRN (Peng et al., 2023);
-- :class:`Llama3Scaling`: Llama 3.1 (Meta, 2024).
+- :class:`Llama3Scaling`: Llama 3.1 (Meta, 2024);
+- :class:`LongRoPEScaling`: LongRoPE (Ding et al., 2024), searched factors κ_i = θ_i / θ'_i
+  (:func:`pair_factors`); partial rotary: :func:`partial_rotary_frequencies`.
 
-Why interpolate rather than extrapolate (Chen et al., 2023, section 2.3): a rotary
-score as a function of a real offset s, a(s) = Re Σ_i h_i e^{𝗂 s θ_i}
-(:func:`rotary_score`), fitted at the integers 0..L-1 (:func:`fit_rotary_score`), is
-pinned down between those integers (:func:`interpolation_gap`) but not beyond L.
+Why interpolate (Chen et al., 2023, section 2.3): a(s) = Re Σ_i h_i e^{𝗂 s θ_i}
+(:func:`rotary_score`), fitted at 0..L-1 (:func:`fit_rotary_score`), is pinned down between
+the integers (:func:`interpolation_gap`, :func:`interpolation_bound`), not beyond L.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from pe_book._validate import (
+    validate_choice,
     validate_int,
     validate_positive_float,
     validate_real_vector,
@@ -37,11 +39,16 @@ __all__ = [
     "DynamicNTKScaling",
     "LinearScaling",
     "Llama3Scaling",
+    "LongRoPEScaling",
     "NTKScaling",
     "Scaling",
     "YaRNScaling",
     "fit_rotary_score",
+    "interpolation_bound",
     "interpolation_gap",
+    "pair_factors",
+    "partial_rotary_frequencies",
+    "rotary_dim",
     "rotary_score",
     "scaled_frequencies",
 ]
@@ -143,7 +150,52 @@ class Llama3Scaling:
             )
 
 
-Scaling = LinearScaling | NTKScaling | DynamicNTKScaling | YaRNScaling | Llama3Scaling
+def _per_pair(name: str, value: object) -> tuple[float, ...]:
+    """One finite factor > 0 per pair, as a tuple of floats."""
+    if isinstance(value, Sequence) and any(isinstance(x, bool) for x in value):
+        raise TypeError(f"{name} must be real numbers, not booleans, got {value!r}")
+    factors = validate_real_vector(name, value)
+    if factors.numel() == 0 or not bool((factors > 0).all()):
+        raise ValueError(f"{name} must hold one factor > 0 per pair, got {factors.tolist()}")
+    return tuple(factors.tolist())
+
+
+@dataclass(frozen=True)
+class LongRoPEScaling:
+    """LongRoPE (Ding et al., 2024; "longrope" in transformers, Phi-3): θ'_i = θ_i / κ_i.
+
+    κ_i = ``short_factor[i]`` while the current length L <= L_orig, ``long_factor[i]``
+    once L > L_orig (no length: short), one per pair, as in transformers. cos and sin are
+    multiplied by ``attention_factor``, by default sqrt(1 + ln κ / ln L_orig) (1 if κ <= 1),
+    κ = ``factor`` = L_max / L_orig. Factors must be > 0, not >= 1: the fixed rules give
+    κ_i >= 1, but published lists (MiniCPM4's) start just below 1. Chapter 8, section 8.5.
+    """
+
+    short_factor: tuple[float, ...]
+    long_factor: tuple[float, ...]
+    original_max_len: int
+    factor: float
+    attention_factor: float | None = None  # after __post_init__: the value used
+
+    def __post_init__(self) -> None:
+        short = _per_pair("short_factor", self.short_factor)
+        long = _per_pair("long_factor", self.long_factor)
+        if len(short) != len(long):
+            raise ValueError("short_factor and long_factor must both hold one factor per pair")
+        original = validate_int("original_max_len", self.original_max_len, minimum=2)
+        factor = _factor(self.factor)
+        if self.attention_factor is None:
+            attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+        else:
+            attention = validate_positive_float("attention_factor", self.attention_factor)
+        object.__setattr__(self, "short_factor", short)
+        object.__setattr__(self, "long_factor", long)
+        object.__setattr__(self, "attention_factor", attention)
+
+
+Scaling = (
+    LinearScaling | NTKScaling | DynamicNTKScaling | YaRNScaling | Llama3Scaling | LongRoPEScaling
+)
 
 
 def _yarn_ramp(dim: int, base: float, scaling: YaRNScaling) -> torch.Tensor:
@@ -167,7 +219,8 @@ def scaled_frequencies(
 ) -> tuple[torch.Tensor, float]:
     """(θ_i for i < d/2, attention factor) after the optional context-extension ``scaling``.
 
-    float64 frequencies; ``seq_len`` (the current length) matters for DynamicNTKScaling only.
+    float64 frequencies; ``seq_len`` (the current length) matters for DynamicNTKScaling
+    and LongRoPEScaling only.
     """
     dim = validate_int("dim", dim, minimum=2, even=True)
     base = validate_positive_float("base", base, above=1.0)
@@ -195,14 +248,15 @@ def scaled_frequencies(
         blended = (1 - smooth) * theta / scaling.factor + smooth * theta
         medium = (smooth > 0) & (smooth < 1)
         return torch.where(medium, blended, scaled), 1.0
+    if isinstance(scaling, LongRoPEScaling):
+        if len(scaling.short_factor) != dim // 2:
+            raise ValueError(f"short_factor and long_factor must hold d/2 = {dim // 2} factors")
+        long = seq_len is not None and seq_len > scaling.original_max_len
+        factors = scaling.long_factor if long else scaling.short_factor
+        return theta / torch.tensor(factors, dtype=torch.float64), scaling.attention_factor
     raise TypeError(
         f"scaling must be one of {Scaling.__args__} or None, got {type(scaling).__name__}"
     )
-
-
-def _real_positions(positions: torch.Tensor | Sequence[float] | float) -> torch.Tensor:
-    """Real positions s (any finite values, not only integers) as a 1-D float64 tensor."""
-    return validate_real_vector("positions", positions)
 
 
 def _coefficients(coefficients: object) -> torch.Tensor:
@@ -231,7 +285,7 @@ def rotary_score(
     PI paper's argument evaluates a between and beyond the integers). Returns float64.
     """
     h = _coefficients(coefficients)
-    s = _real_positions(positions)
+    s = validate_real_vector("positions", positions)  # any finite reals
     base = validate_positive_float("base", base, above=1.0)
     phases = s[:, None] * frequencies(2 * h.shape[0], base)[None, :]
     return (h[None, :] * torch.polar(torch.ones_like(phases), phases)).sum(-1).real
@@ -270,11 +324,10 @@ def interpolation_gap(
 ) -> torch.Tensor:
     """|a(s) - a_lin(s)|: how far a strays from the chord through a(⌊s⌋) and a(⌊s⌋ + 1).
 
-    a_lin(s) = (1 - t) a(⌊s⌋) + t a(⌊s⌋ + 1), t = s - ⌊s⌋; zero at the integers. Chen et
-    al.'s Theorem 2.1 (2023) bounds it; the textbook error of linear interpolation gives
-    |a(s) - a_lin(s)| <= (Σ_i |h_i| θ_i²) t (1 - t) / 2. Float64. Chapter 8.
+    a_lin(s) = (1 - t) a(⌊s⌋) + t a(⌊s⌋ + 1), t = s - ⌊s⌋; zero at the integers; bounded
+    by :func:`interpolation_bound`. Float64. Chapter 8.
     """
-    s = _real_positions(positions)
+    s = validate_real_vector("positions", positions)  # any finite reals
     below = torch.floor(s)
     chord = torch.lerp(
         rotary_score(coefficients, below, base),
@@ -282,3 +335,64 @@ def interpolation_gap(
         s - below,
     )
     return (rotary_score(coefficients, s, base) - chord).abs()
+
+
+def pair_factors(
+    dim: int, base: float = 10000.0, scaling: Scaling | None = None, *, seq_len: int | None = None
+) -> torch.Tensor:
+    """κ_i = θ_i / θ'_i (float64): any scaling as one factor per pair, as LongRoPE's. Chapter 8."""
+    theta, _ = scaled_frequencies(dim, base)
+    return theta / scaled_frequencies(dim, base, scaling, seq_len=seq_len)[0]
+
+
+def rotary_dim(dim: int, fraction: float) -> int:
+    """d_rot = int(d · fraction) rotated coordinates of a head; fraction in (0, 1]. Chapter 8.
+
+    GPT-NeoX's ``rotary_pct``, transformers' ``partial_rotary_factor``; d_rot even, >= 2.
+    """
+    dim = validate_int("dim", dim, minimum=2, even=True)
+    fraction = validate_positive_float("fraction", fraction)
+    rotated = int(dim * fraction)
+    if fraction > 1 or rotated < 2 or rotated % 2:
+        raise ValueError(f"fraction must be <= 1 and rotate an even number >= 2, got {rotated}")
+    return rotated
+
+
+def partial_rotary_frequencies(
+    dim: int,
+    fraction: float,
+    base: float = 10000.0,
+    scaling: Scaling | None = None,
+    *,
+    seq_len: int | None = None,
+) -> tuple[torch.Tensor, float]:
+    """(θ' of all d/2 pairs, attention factor) when d_rot = :func:`rotary_dim` rotate. Chapter 8.
+
+    Pairs i < d_rot/2 get b^(-2i/d_rot) (GPT-NeoX's and transformers' denominator), then
+    ``scaling`` (``seq_len=`` as in :func:`scaled_frequencies`); the rest get θ = 0: their
+    part of q_m · k_n is a plain dot product, free of position. In the interleaved layout
+    pairs i < d_rot/2 are the first d_rot coordinates, the slice GPT-NeoX rotates.
+    """
+    rotated = rotary_dim(dim, fraction)
+    theta, attention = scaled_frequencies(rotated, base, scaling, seq_len=seq_len)
+    return torch.cat((theta, torch.zeros((dim - rotated) // 2, dtype=torch.float64))), attention
+
+
+def interpolation_bound(
+    coefficients: torch.Tensor, positions: object, base: float = 10000.0, *, rule: str = "paper"
+) -> torch.Tensor:
+    """A bound on |a(s) - a_lin(s)| (:func:`interpolation_gap`), s1 = ⌊s⌋, s2 = s1 + 1. Chapter 8.
+
+    "paper": Chen et al.'s Theorem 2.1 (2023, eq. 5), d max_i |h_i| (s - s1)(s2 - s) / (8 ln b).
+    "textbook": (Σ_i |h_i| θ_i²) (s - s1)(s2 - s) / 2, from |a''| <= Σ_i |h_i| θ_i²; it holds.
+    The paper's proof (Appendix A) bounds Σ_i θ_i² = (1 - b^-2) / (1 - b^(-4/d)) by d / (4 ln b)
+    with b^x <= 1 + x ln b for x < 0, which holds the other way round (e^y >= 1 + y): its
+    constant is too small; h_i = 1 at s = 1/2 exceeds it (section 8.3). Float64.
+    """
+    h, s = _coefficients(coefficients), validate_real_vector("positions", positions)
+    base = validate_positive_float("base", base, above=1.0)
+    rule = validate_choice("rule", rule, ("paper", "textbook"))
+    t = s - torch.floor(s)
+    if rule == "paper":
+        return 2 * h.shape[0] * h.abs().max() * t * (1 - t) / (8 * math.log(base))
+    return (h.abs() * frequencies(2 * h.shape[0], base) ** 2).sum() * t * (1 - t) / 2

@@ -215,3 +215,18 @@ def test_benchmark_json_mode_prints_one_parsable_run(capsys):
     assert bench.main(["rope", "--json", "--repeats", "1", "--threads", "1"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[0][0] == "copy q and k (baseline)" and rows[0][2] == 1.0
+
+
+def test_longrope_cache_goes_back_to_the_short_factors_for_a_shorter_input():
+    # LongRoPE's factors depend on the current length (short <= L_orig < long): a cache
+    # grown for a long input must not rotate a later short one with the long factors.
+    scaling = rope_scaling.LongRoPEScaling(
+        short_factor=(1.0, 1.5, 2.0, 2.5), long_factor=(1.0, 3.0, 5.0, 7.0),
+        original_max_len=8, factor=4.0,
+    )
+    layer = rope.Rope(8, scaling=scaling)
+    long_x, short_x = random(1, 20, 8), random(1, 6, 8)
+    expected_long = rope.apply_rope(long_x, scaling=scaling)
+    torch.testing.assert_close(layer(long_x), expected_long)
+    got = layer(short_x)  # after the long input
+    torch.testing.assert_close(got, rope.apply_rope(short_x, scaling=scaling))
