@@ -32,7 +32,7 @@ PAPERS = (ROOT / "pe_book" / "data" / "papers.toml").read_text(encoding="utf-8")
 #: a decimal, a number with thousands separators, or either followed by %; also an
 #: integer percentage. Not part of a longer token (a name, a version, a path).
 NUMBER = re.compile(
-    r"(?<![\w.^_{\\/=-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+(?=\s?%))(\s?%)?(?![\w.]\d)"
+    r"(?<![\w.^_{\\/=])(?<![\w.)}]-)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+(?=\s?%))(\s?%)?(?![\w.]\d)"
 )
 #: what a reference looks like just before its number
 REFERENCE = re.compile(
@@ -109,7 +109,8 @@ def result_numbers(text: str) -> list[str]:
         ):
             continue  # a range or a bracketed list of section numbers
         approximate = "~" if APPROXIMATE.search(before) else ""
-        found.append(approximate + match.group(1) + ("%" if match.group(2) else ""))
+        sign = "−" if re.search(r"(^|[^\w)}\]])[−-]$", before) else ""  # not a subtraction
+        found.append(approximate + sign + match.group(1) + ("%" if match.group(2) else ""))
     return found
 
 
@@ -133,6 +134,13 @@ def printed(number: str, haystack: str) -> bool:
     """Whether ``number`` (as :func:`result_numbers` gives it) is printed in ``haystack``."""
     approximate = number.startswith("~")
     number = number.lstrip("~")
+    if number.startswith("−"):  # a negative result: printed with its sign, ASCII or not
+        unsigned = number[1:]
+        return any(
+            printed(("~" if approximate else "") + unsigned, line[m.start() :])
+            for line in haystack.splitlines()
+            for m in re.finditer(r"[-−](?=\d)", line)
+        )
     percent = number.endswith("%")
     plain = number.rstrip("%")
     forms = {plain, plain.replace(",", "")}
@@ -211,6 +219,8 @@ def test_printed_matches_whole_numbers_only():
     assert printed("~0.4", "k=3: 0.401") and not printed("0.4", "k=3: 0.401")
     assert printed("~4.5", "4.54e-05") and printed("~31%", "total 0.312")
     assert printed("~60,000", "λ = 60611.477") and not printed("~60,000", "λ = 65611.477")
+    assert printed("−0.025", "gap: -0.025") and not printed("−0.025", "gap: 0.025")
+    assert result_numbers("falls to −0.029 and $-0.5$") == ["−0.029", "−0.5"]
 
 
 def test_every_result_in_a_claims_reason_is_printed_by_its_chapter():
