@@ -184,11 +184,11 @@ def taylor_terms(
     [f, p_mᵀ∇_m f, p_nᵀ∇_n f, ½ p_mᵀH_mm p_m, ½ p_nᵀH_nn p_n, p_mᵀH_mn p_n], derivatives
     at (x_m, x_n); the SymPy twin of ``pe_book.taylor.taylor_terms``. Chapter 2.
     """
-    grad_m = sp.Matrix([sp.diff(f, xi) for xi in x_m])
-    grad_n = sp.Matrix([sp.diff(f, xi) for xi in x_n])
+    grad_m = sp.Matrix([sp.diff(f, coordinate) for coordinate in x_m])
+    grad_n = sp.Matrix([sp.diff(f, coordinate) for coordinate in x_n])
 
-    def mixed(i: int, j: int) -> sp.Expr:
-        return sp.diff(f, x_m[i], x_n[j])
+    def mixed(row: int, col: int) -> sp.Expr:  # coordinate row of x_m, col of x_n
+        return sp.diff(f, x_m[row], x_n[col])
 
     h_mn = sp.Matrix(len(x_m), len(x_n), mixed)
     return [
