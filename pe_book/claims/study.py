@@ -51,11 +51,12 @@ def sinusoidal_poor(seeds: Seeds | None = None) -> Finding:
     seeds = seeds or committed_seeds()
     worst = [max((p for p in s if s[p].runs_long), key=lambda p: s[p].degradation) for s in seeds]
     large = all(s["sinusoidal"].degradation > 2 for s in seeds)
+    rise = f"in every seed: {worst[0]}" if len(set(worst)) == 1 else f"by seed: {worst}"
     return Finding(
         holds=large and set(worst) == {"sinusoidal"},
         shown=(
             f"perplexity 16L / L, sinusoidal: {_degradations(seeds, 'sinusoidal')}"
-            f" (seeds 0 and 1); largest rise: {', '.join(worst)}",
+            f" (seeds 0 and 1); largest rise {rise}",
         ),
     )
 
