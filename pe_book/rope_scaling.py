@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from pe_book._validate import (
+    validate_base,
     validate_choice,
     validate_int,
     validate_positive_float,
@@ -223,7 +224,7 @@ def scaled_frequencies(
     and LongRoPEScaling only.
     """
     dim = validate_int("dim", dim, minimum=2, even=True)
-    base = validate_positive_float("base", base, above=1.0)
+    base = validate_base(base)
     theta = frequencies(dim, base)  # θ_i = b^(-2i/d), float64
     if scaling is None:
         return theta, 1.0
@@ -286,7 +287,7 @@ def rotary_score(
     """
     h = _coefficients(coefficients)
     s = validate_real_vector("positions", positions)  # any finite reals
-    base = validate_positive_float("base", base, above=1.0)
+    base = validate_base(base)
     phases = s[:, None] * frequencies(2 * h.shape[0], base)[None, :]
     return (h[None, :] * torch.polar(torch.ones_like(phases), phases)).sum(-1).real
 
@@ -306,7 +307,7 @@ def fit_rotary_score(
     if targets.numel() == 0 or not bool(torch.isfinite(targets).all()):
         raise ValueError("targets must hold at least one value, all finite")
     dim = validate_int("dim", dim, minimum=2, even=True)
-    base = validate_positive_float("base", base, above=1.0)
+    base = validate_base(base)
     if rcond is not None:
         rcond = validate_positive_float("rcond", rcond)
     s = torch.arange(targets.shape[0], dtype=torch.float64)[:, None]
@@ -390,7 +391,7 @@ def interpolation_bound(
     constant is too small; h_i = 1 at s = 1/2 exceeds it (section 8.3). Float64.
     """
     h, s = _coefficients(coefficients), validate_real_vector("positions", positions)
-    base = validate_positive_float("base", base, above=1.0)
+    base = validate_base(base)
     rule = validate_choice("rule", rule, ("paper", "textbook"))
     t = s - torch.floor(s)
     if rule == "paper":
