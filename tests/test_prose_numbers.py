@@ -54,7 +54,7 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "2,000": "the ALiBi paper's Appendix B example, quoted in exercise 11.2",
     },
     "12": {
-        "16,384": "the fused loop's one-thread threshold, a constant of pe_book/_rope_kernel.c",
+        "16,384": "one-thread threshold of pe_book/_rope_kernel.c (see test_rope_kernel)",
         "5%": "an allowance the text sets for noise, stated as such, not a measurement",
     },
     "13": {"2,000": "the range of positions exercise 13.1's checker draws from (a test input)"},

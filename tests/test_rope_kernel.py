@@ -199,3 +199,17 @@ def test_stride_zero_and_many_leading_dimensions():
 def test_bad_input_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_the_one_thread_threshold_chapter_12_quotes_is_the_c_files():
+    """Chapter 12 says the loop stays on one thread below 16,384 pairs; the C file decides it."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    source = (root / "pe_book" / "_rope_kernel.c").read_text(encoding="utf-8")
+    (threshold,) = re.findall(r"if\(rows \* h >= (\d+)\)", source)
+    chapter = json.loads((root / "notebooks" / "12_cost.ipynb").read_text(encoding="utf-8"))
+    prose = "".join("".join(c["source"]) for c in chapter["cells"] if c["cell_type"] == "markdown")
+    assert f"one thread below {int(threshold):,} pairs" in prose
