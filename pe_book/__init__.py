@@ -24,6 +24,19 @@ Position methods (each registers itself with ``pe_book.positions``)
                             LongRoPE, partial rotary (ch. 08)
 - ``pe_book.alibi``         ALiBi's slopes and bias, materialised or fused (ch. 09, 12)
 
+Beyond RoPE and ALiBi (ch. 10; not yet registered as methods of the study's model)
+- ``pe_book.nope``          how a causal decoder without positions recovers them (NoPE)
+- ``pe_book.kerple``        KERPLE's logarithmic and power kernels as score biases
+- ``pe_book.fire``          FIRE: a learned function of the progressively normalised offset
+- ``pe_book.xpos``          xPos: RoPE with a per-pair exponential decay
+- ``pe_book.cope``          CoPE: positions that count what the gates let through
+- ``pe_book.randomized``    randomized positions: sorted samples from a longer range
+- ``pe_book.p_rope``        p-RoPE: only the fastest pairs rotate
+- ``pe_book.mrope``         M-RoPE: three position components for text, images and video
+- ``pe_book.irope``         iRoPE (Llama 4): NoPE layers among RoPE layers, temperature tuning
+- ``pe_book.mla``           Multi-head Latent Attention's decoupled RoPE (DeepSeek-V2)
+- ``pe_book.sinks``         attention sinks: StreamingLLM's cache and a learned sink logit
+
 The model, the studies and their results
 - ``pe_book.model``         the character LM whose only varying part is its position method
                             (ch. 11, 12)

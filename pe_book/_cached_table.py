@@ -27,6 +27,10 @@ class CachedTable(nn.Module):
     """
 
     exact_length = False
+    #: keep the tables' own precision when the module is cast (RoPE, xPos, M-RoPE):
+    #: ``model.to(torch.bfloat16)`` would otherwise round cached cos/sin to 16 bits (the
+    #: precision bug of section 7.4); they are rebuilt on the buffers' new device instead.
+    keeps_precision = False
 
     def __init__(self, dim: int, base: float, max_len: int) -> None:
         super().__init__()
@@ -49,3 +53,12 @@ class CachedTable(nn.Module):
             device = next(self.buffers()).device
             for name, value in self._tables(self._length).items():
                 setattr(self, name, value.to(device))
+
+    def _apply(self, fn, recurse: bool = True):  # type: ignore[no-untyped-def]
+        """Follow ``.to(device)`` like any buffer; with ``keeps_precision``, rebuild, not round."""
+        super()._apply(fn, recurse)
+        device = next(self.buffers()).device
+        if self.keeps_precision and device.type != "meta":
+            for name, value in self._tables(self._length).items():
+                setattr(self, name, value.to(device))
+        return self

@@ -49,6 +49,7 @@ __all__ = [
     "apply_rope",
     "rope_angles",
     "rope_cos_sin",
+    "rotate",
 ]
 
 
@@ -121,6 +122,34 @@ def _rotate(
     return rotated.to(x.dtype)
 
 
+def rotate(
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    layout: str = "interleaved",
+    fused: bool = True,
+) -> torch.Tensor:
+    """Rotate pair i of row m of x (..., L, d) by the angle whose cos, sin are given.
+
+    ``cos``, ``sin`` (L, d/2), e.g. from :func:`rope_cos_sin`, or any per-pair angles
+    (chapter 10's M-RoPE and randomized positions): pair i of row m becomes
+    (x₁ cos − x₂ sin, x₂ cos + x₁ sin). Done in float32 or wider; returns x's dtype.
+    Chapter 7.
+    """
+    validate_tensor("x", x, min_ndim=2, floating=True)
+    layout = validate_choice("layout", layout, LAYOUTS)
+    validate_int("dim", x.shape[-1], minimum=2, even=True)
+    expected = (x.shape[-2], x.shape[-1] // 2)
+    for name, value in (("cos", cos), ("sin", sin)):
+        validate_tensor(name, value, ndim=2, floating=True)
+        if tuple(value.shape) != expected:
+            raise ValueError(
+                f"{name} must have shape (L, d/2) = {expected}, got {tuple(value.shape)}"
+            )
+    return _rotate(x, cos.to(x.device), sin.to(x.device), layout, validate_bool("fused", fused))
+
+
 def apply_rope(
     x: torch.Tensor,
     positions: torch.Tensor | None = None,
@@ -138,6 +167,7 @@ def apply_rope(
     validate_tensor("x", x, min_ndim=2, floating=True)
     layout = validate_choice("layout", layout, LAYOUTS)
     validate_int("dim", x.shape[-1], minimum=2, even=True)
+    fused = validate_bool("fused", fused)
     if positions is None:
         positions = torch.arange(x.shape[-2])
     positions = validate_positions(positions)
@@ -147,7 +177,7 @@ def apply_rope(
         )
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     cos, sin = rope_cos_sin(positions, x.shape[-1], base, scaling, dtype=work)
-    return _rotate(x, cos.to(x.device), sin.to(x.device), layout, validate_bool("fused", fused))
+    return rotate(x, cos, sin, layout=layout, fused=fused)
 
 
 class Rope(CachedTable):
@@ -159,6 +189,8 @@ class Rope(CachedTable):
     their cache is rebuilt whenever the length needed changes. ``fused`` as in
     :func:`apply_rope`. Chapter 7.
     """
+
+    keeps_precision = True  # cos/sin stay float32/float64 under .half() (CachedTable)
 
     cos: torch.Tensor
     sin: torch.Tensor
@@ -187,20 +219,6 @@ class Rope(CachedTable):
         """float64 cos/sin for float64 inputs, float32 for everything else."""
         cos, sin = rope_cos_sin(length, self.dim, self.base, self.scaling, dtype=torch.float64)
         return {"cos": cos.float(), "sin": sin.float(), "cos64": cos, "sin64": sin}
-
-    def _apply(self, fn, recurse: bool = True):  # type: ignore[no-untyped-def]
-        """Follow ``.to(device)`` like any buffer, but keep the tables' own precision.
-
-        ``model.to(torch.bfloat16)`` or ``.half()`` would otherwise round the cached
-        cos/sin to 16 bits (the precision bug of section 7.4); the tables are rebuilt
-        in float32/float64 on whatever device the buffers moved to.
-        """
-        super()._apply(fn, recurse)
-        device = self.cos.device
-        if device.type != "meta":
-            for name, value in self._tables(self._length).items():
-                setattr(self, name, value.to(device))
-        return self
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         validate_tensor("x", x, min_ndim=2, floating=True, last_dim=self.dim)

@@ -1,0 +1,165 @@
+"""iRoPE, Llama 4's layer plan: RoPE layers with chunked attention interleaved with NoPE layers.
+
+Chapter 10. Meta, "The Llama 4 herd" (blog post, April 2025); there is no paper, so
+the reference is the released code: Meta's ``llama-models`` (``models/llama4/model.py``,
+``args.py``) and Hugging Face transformers (``models/llama4/modeling_llama4.py``,
+``configuration_llama4.py``). What that code does, and what this module provides:
+
+- **Which layers rotate** (:func:`rope_layers`): layer l (0-based) is a NoPE layer,
+  with no position information at all, when (l + 1) mod ``interval`` = 0, so with the
+  released interval 4 layers 3, 7, 11, ... are NoPE and the other three in four use RoPE
+  (interleaved pairs, base 500000: ``pe_book.rope.apply_rope`` with ``layout="interleaved"``;
+  Scout adds Llama 3 frequency scaling, factor 16).
+- **Chunked local attention** (:func:`chunked_causal_mask`): the RoPE layers attend only
+  within fixed chunks of ``attention_chunk_size`` tokens (transformers' default 8192):
+  query m sees key n iff n <= m and floor(n / C) = floor(m / C). The NoPE layers keep
+  full causal attention, so only they carry information across chunks.
+- **Temperature tuning** (:func:`temperature_scale`, :func:`scale_queries`): at inference
+  the NoPE layers multiply the query at position m by
+  1 + attn_scale · log(1 + floor((m + 1) / floor_scale)), after Nakanishi's
+  Scalable-Softmax (2025, arXiv 2501.19399) but floored so short contexts are untouched.
+- **q, k normalisation** (:func:`qk_norm`): the RoPE layers of Scout (``use_qk_norm``)
+  divide q and k, after rotation, by their root mean square; NoPE layers do not.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+from pe_book._validate import (
+    validate_int,
+    validate_positions,
+    validate_positive_float,
+    validate_tensor,
+)
+from pe_book.attention import causal_mask
+
+__all__ = [
+    "chunked_causal_mask",
+    "qk_norm",
+    "rope_layers",
+    "scale_queries",
+    "temperature_scale",
+]
+
+
+def rope_layers(n_layers: int, interval: int | None = 4) -> tuple[bool, ...]:
+    """Which of ``n_layers`` layers rotate q and k: True = RoPE layer, False = NoPE layer.
+
+    Layer l (0-based) is NoPE iff (l + 1) mod interval = 0, i.e. every ``interval``-th
+    layer counted from 1 (Llama 4 uses interval 4: layers 3, 7, 11, ... are NoPE).
+    ``interval=None`` means no NoPE layer (the default of Meta's ``ModelArgs``,
+    ``nope_layer_interval: Optional[int] = None``); ``interval=1`` makes every layer NoPE.
+    This is transformers' ``Llama4TextConfig.no_rope_layers`` (1 = uses RoPE, despite the
+    name), ``int((l + 1) % no_rope_layer_interval != 0)``, and Meta's
+    ``TransformerBlock.is_nope_layer``. Returns a tuple of n_layers bools.
+    """
+    n_layers = validate_int("n_layers", n_layers, minimum=0)
+    if interval is None:
+        return (True,) * n_layers
+    interval = validate_int("interval", interval, minimum=1)
+    return tuple((layer + 1) % interval != 0 for layer in range(n_layers))
+
+
+def _check_attn_scale(attn_scale: object) -> float:
+    if isinstance(attn_scale, bool) or not isinstance(attn_scale, numbers.Real):
+        raise TypeError(
+            f"attn_scale must be a real number, got {type(attn_scale).__name__} {attn_scale!r}"
+        )
+    attn_scale = float(attn_scale)
+    if not (math.isfinite(attn_scale) and attn_scale >= 0):
+        raise ValueError(f"attn_scale must be a finite number >= 0, got {attn_scale}")
+    return attn_scale
+
+
+def temperature_scale(
+    positions: int | torch.Tensor, floor_scale: float = 8192.0, attn_scale: float = 0.1
+) -> torch.Tensor:
+    """Llama 4's factor on the NoPE layers' query at position m, float64, shape (L,).
+
+        scale(m) = 1 + attn_scale · log(1 + floor((m + 1) / floor_scale))
+
+    transformers writes ``log1p(floor((m + 1) / floor_scale)) * attn_scale + 1``, Meta
+    ``log(floor((m + 1) / floor_scale) + 1) * attn_scale + 1``: the same number. It is
+    exactly 1 while m + 1 < floor_scale, steps up where m + 1 reaches a multiple of
+    floor_scale, and grows like attn_scale · log(m / floor_scale) far out, which keeps
+    the NoPE layers' softmax from flattening as the number of keys grows (Scalable-Softmax,
+    Nakanishi 2025, arXiv 2501.19399, multiplies by s · log n without the floor).
+    Defaults: floor_scale 8192 and attn_scale 0.1, as in both reference codes.
+
+    ``positions``: the query positions m (a 1-D integer tensor, or a length L for 0..L-1);
+    when decoding, m = start + i with start the number of cached tokens. The reference
+    code forms (m + 1) / floor_scale in float32; here it is float64, exact for every
+    m + 1 < 2^53 (float32 agrees while m + 1 < 2^24).
+    """
+    m = validate_positions(positions)
+    if m.numel() and int(m.min()) < 0:
+        raise ValueError(f"positions must be >= 0, got {int(m.min())}")
+    floor_scale = validate_positive_float("floor_scale", floor_scale)
+    attn_scale = _check_attn_scale(attn_scale)
+    steps = torch.floor((m.to(torch.float64) + 1.0) / floor_scale)  # (L,)
+    return 1.0 + attn_scale * torch.log1p(steps)
+
+
+def scale_queries(
+    q: torch.Tensor,
+    *,
+    start: int = 0,
+    floor_scale: float = 8192.0,
+    attn_scale: float = 0.1,
+) -> torch.Tensor:
+    """q multiplied row by row by :func:`temperature_scale` of its positions (NoPE layers).
+
+    Shapes: q (..., q_len, d), e.g. (batch, H, q_len, d); query i sits at position
+    m = start + i (``start`` = cached tokens when decoding). Returns q's shape and dtype;
+    the factors are computed in float64 and rounded once to q's dtype.
+    """
+    validate_tensor("q", q, min_ndim=2, floating=True)
+    start = validate_int("start", start, minimum=0)
+    positions = torch.arange(q.shape[-2]) + start
+    scale = temperature_scale(positions, floor_scale, attn_scale)  # (q_len,)
+    return q * scale.to(device=q.device, dtype=q.dtype)[:, None]
+
+
+def chunked_causal_mask(
+    seq_len: int, chunk: int, *, q_len: int | None = None, start: int | None = None
+) -> torch.Tensor:
+    """Boolean mask of Llama 4's RoPE layers, shape (q_len, seq_len): True where query sees key.
+
+    Query i at position m = start + i sees key n iff n <= m (``pe_book.attention.causal_mask``)
+    and floor(n / chunk) = floor(m / chunk): tokens [0, C), [C, 2C), ... attend only within
+    their own chunk. ``seq_len`` is the number of keys (tokens so far); ``q_len`` defaults
+    to seq_len, ``start`` to seq_len - q_len (queries at the end, as when decoding).
+    Equals Meta's ``create_chunked_attention_mask(seq_len, chunk)`` for q_len = seq_len and
+    transformers' ``chunked_causal_mask_function`` (no padding) for any q_len.
+
+    Meta's reference generation builds this mask only for passes of more than one token:
+    a single-token decoding step gets no mask there, so its RoPE layers see the whole
+    cache; transformers applies the chunk rule at every step, as this function does.
+    """
+    seq_len = validate_int("seq_len", seq_len, minimum=1)
+    chunk = validate_int("chunk", chunk, minimum=1)
+    q_len = seq_len if q_len is None else validate_int("q_len", q_len, minimum=1)
+    allowed = causal_mask(q_len, seq_len, start=start)  # (q_len, seq_len): n <= m
+    first = seq_len - q_len if start is None else start
+    query_chunk = (torch.arange(q_len) + first) // chunk  # (q_len,)
+    key_chunk = torch.arange(seq_len) // chunk  # (seq_len,)
+    return allowed & (query_chunk[:, None] == key_chunk[None, :])  # (q_len, seq_len)
+
+
+def qk_norm(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """x / sqrt(mean_j x_j² + eps) over the last dimension: Llama 4's q, k norm.
+
+    Called ``L2Norm`` in transformers (``Llama4TextL2Norm``) and ``rmsnorm`` without a
+    weight in Meta's code: it is an RMS normalisation, so the result has norm ≈ √d, not 1.
+    Applied to q and k *after* RoPE, in RoPE layers only, when ``use_qk_norm`` (Scout;
+    not Maverick); eps = ``rms_norm_eps`` = 1e-5. Computed in float32 or wider and
+    rounded back to x's dtype. Shape: any (..., d), returned unchanged.
+    """
+    validate_tensor("x", x, min_ndim=1, floating=True)
+    eps = validate_positive_float("eps", eps)
+    wide = x.to(torch.promote_types(x.dtype, torch.float32))
+    return (wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)

@@ -1,0 +1,154 @@
+"""Attention sinks: StreamingLLM's kept first tokens, and gpt-oss's learned sink logit.
+
+Chapter 10. Two ideas share the name.
+
+(a) StreamingLLM (Xiao, Tian, Chen, Han and Lewis, "Efficient Streaming Language Models
+with Attention Sinks", ICLR 2024, arXiv 2309.17453): models put much attention on the
+first tokens whatever they say, so a window cache that evicts them breaks down. Section
+3.2's rolling cache keeps the KV of the first ``n_sink`` tokens (4 in the paper) and of the
+``window`` most recent ones, and gives RoPE the positions *within the cache*, not in the
+text: :func:`streaming_cache_slots`, :func:`cache_positions`.
+
+(b) A learned sink logit per head (OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", 2025,
+arXiv 2508.10925, section 2): the softmax gets one more column, the head's logit z_h,
+which takes attention mass but has no value, so a head may attend to nothing:
+
+    w_h(m, n) = exp(s_mn) / (exp(z_h) + sum_n' exp(s_mn'))
+
+With z_h = 0 this is the "off-by-one" softmax_1 (Evan Miller, "Attention Is Off By
+One", 2023): :func:`softmax_with_sink`, :func:`sink_attention`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from pe_book._validate import validate_finite, validate_int, validate_tensor
+from pe_book.attention import causal_mask
+
+__all__ = [
+    "cache_positions",
+    "sink_attention",
+    "softmax_with_sink",
+    "streaming_cache_slots",
+]
+
+
+def _check_cache(seq_len: object, n_sink: object, window: object) -> tuple[int, int, int]:
+    return (
+        validate_int("seq_len", seq_len, minimum=0),
+        validate_int("n_sink", n_sink, minimum=0),
+        validate_int("window", window, minimum=1),
+    )
+
+
+def streaming_cache_slots(seq_len: int, n_sink: int, window: int) -> torch.Tensor:
+    """Text indices of the tokens whose KV StreamingLLM keeps after reading ``seq_len`` tokens.
+
+    Tokens 0 .. seq_len - 1 have been read. While seq_len <= n_sink + window all are kept;
+    afterwards the cache holds the n_sink attention sinks 0 .. n_sink - 1 and the window
+    seq_len - window .. seq_len - 1, n_sink + window entries in slot order (Xiao et al.
+    2024, section 3.2 and figure 4; the official ``StartRecentKVCache`` with
+    ``start_size = n_sink``, ``recent_size = window``). ``n_sink = 0`` is plain window
+    attention, the baseline that fails in the paper. Returns int64, shape (kept,).
+    """
+    seq_len, n_sink, window = _check_cache(seq_len, n_sink, window)
+    if seq_len <= n_sink + window:
+        return torch.arange(seq_len)
+    return torch.cat((torch.arange(n_sink), torch.arange(seq_len - window, seq_len)))
+
+
+def cache_positions(seq_len: int, n_sink: int, window: int) -> tuple[torch.Tensor, int]:
+    """Positions RoPE uses under StreamingLLM: (key positions by cache slot, query position).
+
+    After reading seq_len tokens the next token (text index seq_len) attends to the kept
+    cache and to itself. Positions are taken "within the cache rather than those in the
+    original text" (Xiao et al. 2024, section 3.2): the key in slot s gets position s,
+    0 .. kept - 1, and the query gets kept, kept = min(seq_len, n_sink + window). The
+    paper's example: cache [0, 1, 2, 3, 6, 7, 8] decoding token 9 uses positions 0 .. 7,
+    not [0, 1, 2, 3, 6, 7, 8, 9]. So the offset r between the query and any key is at
+    most n_sink + window, however long the stream (the official code caches keys
+    unrotated and rotates them afresh at every step, ``pos_shift/modify_llama.py``).
+    Returns (int64 tensor of shape (kept,), int).
+    """
+    kept = streaming_cache_slots(seq_len, n_sink, window).numel()
+    return torch.arange(kept), kept
+
+
+def _check_sink(scores: torch.Tensor, sink_logits: torch.Tensor) -> None:
+    validate_tensor("scores", scores, min_ndim=3, floating=True)
+    validate_tensor("sink_logits", sink_logits, ndim=1, floating=True)
+    heads = scores.shape[-3]
+    if sink_logits.shape[0] != heads:
+        raise ValueError(
+            f"sink_logits must have one entry per head: scores have {heads} heads (dim -3), "
+            f"got {sink_logits.shape[0]}"
+        )
+    for name, value in (("scores", scores), ("sink_logits", sink_logits)):
+        validate_finite(name, value)
+        if bool((value == math.inf).any()):
+            raise ValueError(f"{name} must not contain +inf (-inf marks masked entries)")
+
+
+def softmax_with_sink(scores: torch.Tensor, sink_logits: torch.Tensor) -> torch.Tensor:
+    """Softmax over [scores, z_h] with the sink column dropped, shape of scores (..., H, q, k).
+
+        w_h(m, n) = exp(s_mn) / (exp(z_h) + sum_n' exp(s_mn'))
+
+    As transformers' gpt-oss ``eager_attention_forward``: append z_h as one more column,
+    subtract the row maximum over scores *and* sink (so no exponent overflows), softmax,
+    drop the last column. OpenAI's reference ``sdpa`` (gpt_oss/torch/model.py) does the
+    same without the explicit shift (``torch.softmax`` shifts internally). Each row sums
+    to 1 - exp(z_h) / (exp(z_h) + sum exp(s)) < 1; z_h = -inf gives the plain softmax,
+    z_h = 0 the off-by-one softmax_1. Masked scores may be -inf: a row whose scores are
+    all -inf gets weights 0 (all mass on the sink), unless z_h = -inf too (ValueError).
+
+    Shapes: scores (..., H, q_len, k_len) floating; sink_logits (H,), cast to scores' dtype.
+    """
+    _check_sink(scores, sink_logits)
+    heads, q_len = scores.shape[-3], scores.shape[-2]
+    sink = sink_logits.to(device=scores.device, dtype=scores.dtype)
+    sink = sink[:, None, None].expand(*scores.shape[:-3], heads, q_len, 1)  # (..., H, q, 1)
+    combined = torch.cat((scores, sink), dim=-1)  # (..., H, q, k + 1)
+    row_max = combined.max(dim=-1, keepdim=True).values
+    if bool((row_max == -math.inf).any()):
+        raise ValueError(
+            "a row of scores is all -inf and its head's sink logit is -inf: "
+            "the softmax has no finite entry (give the sink a finite logit)"
+        )
+    probs = torch.softmax(combined - row_max, dim=-1)
+    return probs[..., :-1]  # drop the sink column: (..., H, q, k)
+
+
+def sink_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    sink_logits: torch.Tensor,
+    *,
+    causal: bool = True,
+    start: int | None = None,
+) -> torch.Tensor:
+    """softmax_with_sink(q kᵀ / √d + causal mask, z) v: gpt-oss's attention for one layer.
+
+    Shapes: q (..., H, q_len, d), k (..., H, k_len, d), v (..., H, k_len, d_v),
+    sink_logits (H,); returns (..., H, q_len, d_v). With ``causal`` query i at position
+    start + i sees keys n <= start + i (``pe_book.attention.causal_mask``; start defaults
+    to k_len - q_len). The sink acts as an extra key with score z_h and a zero value:
+    the output is a weighted sum of the values with weights summing to less than 1.
+    """
+    validate_tensor("q", q, min_ndim=3, floating=True)
+    validate_tensor("k", k, min_ndim=3, floating=True)
+    validate_tensor("v", v, min_ndim=3, floating=True)
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"q and k must share dim and k and v their length, got q {tuple(q.shape)}, "
+            f"k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., H, q_len, k_len)
+    if causal:
+        allowed = causal_mask(q.shape[-2], k.shape[-2], start=start).to(q.device)
+        scores = scores.masked_fill(~allowed, -math.inf)
+    return softmax_with_sink(scores, sink_logits) @ v  # (..., H, q_len, d_v)
