@@ -235,6 +235,10 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     "001-rope-extrapolates-better": [lambda: {"seeds": swapped("rope", "sinusoidal")}],
     "001-alibi-extrapolates-far": [lambda: {"seeds": seeds_with(alibi="rope")}],
     "004-clipping-extrapolates": [lambda: {"seeds": seeds_with(shaw="rope")}],
+    "004-position-bottleneck": [
+        lambda: {"seeds": seeds_with(sinusoidal="alibi", shaw="alibi", t5="alibi", rope="alibi")},
+        lambda: {"seeds": seeds_with(none="alibi")},
+    ],
     "004-t5-costly": [lambda: {"rows": t5_as_cheap_as_sinusoidal()}],
     "004-quadratic-cost": [lambda: {"rows": shaw_subquadratic()}],
 }

@@ -192,6 +192,42 @@ def test_chapter_9_checkers_accept_right_and_reject_wrong_answers(capsys):
     assert "not attempted yet" in capsys.readouterr().out
 
 
+def test_chapter_10_checkers_accept_right_and_reject_wrong_answers(capsys):
+    import math
+
+    from pe_book.rope_scaling import partial_rotary_frequencies
+
+    def frequencies(dim, p, base, pairs=math.floor, fastest=True):
+        theta = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+        kept = torch.arange(dim // 2) < pairs(p * dim / 2)
+        return torch.where(kept if fastest else kept.flip(0), theta, 0.0)
+
+    exercises.check_kerple_log(lambda r, r1, r2: -r1 * torch.log1p(r2 * r.double()))
+    exercises.check_p_rope_frequencies(frequencies)
+    exercises.check_mla_cache_ratio(lambda h, d, c, r: 2 * h * d / (c + r))
+    out = capsys.readouterr().out
+    assert "not attempted" not in out and out.count("agree with pe_book") == 3
+    with pytest.raises(exercises.ExerciseMismatch, match=r"r1=2\.0, r2=0\.5"):  # r2 outside
+        exercises.check_kerple_log(lambda r, r1, r2: -r1 * r2 * torch.log1p(r.double()))
+    with pytest.raises(exercises.ExerciseMismatch, match=r"asks for torch\.float64"):
+        exercises.check_kerple_log(lambda r, r1, r2: -r1 * torch.log1p(r2 * r.float()))
+    with pytest.raises(exercises.ExerciseMismatch, match=r"dim=128, p=0\.25"):  # NeoX's spread
+        exercises.check_p_rope_frequencies(lambda d, p, b: partial_rotary_frequencies(d, p, b)[0])
+    with pytest.raises(exercises.ExerciseMismatch, match=r"dim=10, p=0\.3"):
+        exercises.check_p_rope_frequencies(lambda d, p, b: frequencies(d, p, b, pairs=round))
+    with pytest.raises(exercises.ExerciseMismatch, match=r"dim=128, p=0\.25"):  # the slow pairs
+        exercises.check_p_rope_frequencies(lambda d, p, b: frequencies(d, p, b, fastest=False))
+    for slip in (
+        lambda h, d, c, r: 2 * h * d / c,  # forgets the shared k^R
+        lambda h, d, c, r: 2 * h * d / (c + h * r),  # one k^R per head
+        lambda h, d, c, r: h * d / (c + r),  # keys only
+    ):
+        with pytest.raises(exercises.ExerciseMismatch, match="n_heads=128, d_head=128"):
+            exercises.check_mla_cache_ratio(slip)
+    exercises.check_mla_cache_ratio(stub)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
 def test_chapter_11_checkers_accept_right_and_reject_wrong_answers(capsys):
     import math
 
@@ -313,7 +349,7 @@ def test_each_checker_lives_in_its_chapters_module():
     import pkgutil
 
     modules = [m.name for m in pkgutil.iter_modules(exercises.__path__) if m.name[:2] == "ch"]
-    assert len(modules) == 12, modules  # chapters 1 to 13, but 10 (no exercises yet)
+    assert len(modules) == 13, modules  # chapters 1 to 13
     homes = {}
     for module_name in modules:
         module = importlib.import_module(f"pe_book.exercises.{module_name}")

@@ -202,3 +202,23 @@ def clipping_extrapolates(seeds: Seeds | None = None) -> Finding:
             f" the same characters: {_costs(seeds, 'shaw')} nats",
         ),
     )
+
+
+@evidence("004-position-bottleneck")
+def position_bottleneck(seeds: Seeds | None = None) -> Finding:
+    """Swapping only the position method decides whether the model keeps its quality, every
+    seed; caveat if NoPE, which has no method to blame, loses it too (chapter 10)."""
+    seeds = seeds or committed_seeds()
+    keeps = [
+        {p: r.keeps_quality() for p, r in s.items() if r.runs_long and p != "none"} for s in seeds
+    ]
+    decides = all(any(k.values()) and not all(k.values()) for k in keeps)
+    kept = " and ".join(", ".join(p for p, ok in k.items() if ok) or "none" for k in keeps)
+    return Finding(
+        holds=decides,
+        caveat=None if _keeps(seeds, "none") else "NoPE, with no position method, degrades too",
+        shown=(
+            f"of the {len(keeps[0])} methods that run past L, those that keep their quality"
+            f" (seeds 0 and 1): {kept}; NoPE's extra context: {_costs(seeds, 'none')} nats",
+        ),
+    )

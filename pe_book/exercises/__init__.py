@@ -21,6 +21,7 @@ module                              chapter
 :mod:`~.ch07_rope`                  7, RoPE
 :mod:`~.ch08_context`               8, longer contexts for RoPE
 :mod:`~.ch09_alibi`                 9, ALiBi
+:mod:`~.ch10_beyond`                10, beyond RoPE and ALiBi
 :mod:`~.ch11_study`                 11, train short, test long
 :mod:`~.ch12_cost`                  12, what position costs
 :mod:`~.ch13_review`                13, review
@@ -80,6 +81,11 @@ from pe_book.exercises.ch09_alibi import (
     check_decoding_bias,
     check_mean_distance,
 )
+from pe_book.exercises.ch10_beyond import (
+    check_kerple_log,
+    check_mla_cache_ratio,
+    check_p_rope_frequencies,
+)
 from pe_book.exercises.ch11_study import (
     check_degradation,
     check_perplexity,
@@ -117,13 +123,16 @@ __all__ = [
     "check_integral_profile",
     "check_invisible_positions",
     "check_keeps_quality",
+    "check_kerple_log",
     "check_layout_conversion",
     "check_layout_permutation",
     "check_llama3_frequencies",
     "check_longest_wavelength",
     "check_mean_distance",
+    "check_mla_cache_ratio",
     "check_ntk_frequencies",
     "check_offset_only",
+    "check_p_rope_frequencies",
     "check_permutation_matrix",
     "check_perplexity",
     "check_reach",
