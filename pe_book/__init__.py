@@ -24,7 +24,9 @@ Position methods (each registers itself with ``pe_book.positions``)
                             LongRoPE, partial rotary (ch. 08)
 - ``pe_book.alibi``         ALiBi's slopes and bias, materialised or fused (ch. 09, 12)
 
-Beyond RoPE and ALiBi (ch. 10; not yet registered as methods of the study's model)
+Beyond RoPE and ALiBi (ch. 10; kerple, fire, xpos, p_rope and cope also register a method
+the model can train, ``python -m pe_book.study --positions ...``; the committed study has
+the seven methods of ch. 11, ``pe_book.results.STUDIED``)
 - ``pe_book.nope``          how a causal decoder without positions recovers them (NoPE)
 - ``pe_book.kerple``        KERPLE's logarithmic and power kernels as score biases
 - ``pe_book.fire``          FIRE: a learned function of the progressively normalised offset

@@ -36,11 +36,13 @@ import math
 import torch
 from torch import nn
 
-from pe_book._validate import validate_finite, validate_int, validate_tensor
+from pe_book._validate import validate_bool, validate_finite, validate_int, validate_tensor
 from pe_book.attention import MultiHeadSelfAttention, causal_mask, merge_heads
+from pe_book.positions import ModelConfig, PositionMethod, register
 
 __all__ = [
     "CoPEAttention",
+    "CoPEPositions",
     "cope_attention",
     "cope_gates",
     "cope_logits",
@@ -260,7 +262,12 @@ class CoPEAttention(MultiHeadSelfAttention):
         self.max_positions = validate_int("max_positions", max_positions, minimum=1)
         self.table = nn.Parameter(torch.zeros(max_positions + 1, dim // n_heads))  # e[0..P]
 
-    def forward(self, x: torch.Tensor, gates: torch.Tensor | None = None) -> torch.Tensor:  # type: ignore[override]
+    def forward(  # type: ignore[override]
+        self, x: torch.Tensor, gates: torch.Tensor | None = None, *, causal: bool = True
+    ) -> torch.Tensor:
+        """``causal`` must be True (the counts run over keys n <= m); the model passes it."""
+        if validate_bool("causal", causal) is not True:
+            raise ValueError("causal must be True: CoPE counts gates over the keys n <= m")
         q, k, v, unbatched = self._heads(x)
         z = cope_attention(q, k, v, self.table, gates=gates)  # (batch, H, L, d_head)
         y = self.out(merge_heads(z))  # (batch, L, dim)
@@ -277,3 +284,17 @@ class CoPEAttention(MultiHeadSelfAttention):
         q, k, _, unbatched = self._heads(x)
         p = cope_positions(q, k, max_positions=self.max_positions)
         return p[0] if unbatched else p
+
+
+@register("cope")
+class CoPEPositions(PositionMethod):
+    """CoPE in chapter 11's model: every layer is a CoPEAttention with P = the training length.
+
+    Counts above P are clamped to P, as in the paper's listing (chapter 10, section 10.4).
+    """
+
+    def make_attention(self, config: ModelConfig) -> nn.Module:
+        return CoPEAttention(config.dim, config.n_heads, config.train_len)
+
+    def layer_inputs(self, seq_len: int, dtype: torch.dtype) -> dict[str, object]:
+        return {}  # the gates and the position table live inside each layer

@@ -33,8 +33,8 @@ import torch
 from pe_book import data
 from pe_book._validate import validate_int
 from pe_book.measure import allocations_mib, time_round_robin
-from pe_book.model import POSITIONS, CharLM, ModelConfig
-from pe_book.results import RESULTS, SCHEMA_VERSION, versions, write_atomically
+from pe_book.model import CharLM, ModelConfig
+from pe_book.results import RESULTS, SCHEMA_VERSION, STUDIED, versions, write_atomically
 from pe_book.seed import seed_everything
 
 __all__ = ["CostRow", "cost_study", "load_cost", "main", "print_cost", "scaling_exponent"]
@@ -81,7 +81,7 @@ def cost_study(
     n_layers: int = 2,
     n_heads: int = 4,
     repeats: int = 5,
-    positions: tuple[str, ...] = POSITIONS,
+    positions: tuple[str, ...] = STUDIED,
     threads: int = 2,
 ) -> list[CostRow]:
     """Rows of (L, method) timings and memory; "none" must be among ``positions``."""

@@ -35,8 +35,9 @@ from torch import nn
 
 from pe_book._validate import validate_int, validate_positive_float, validate_tensor
 from pe_book.attention import query_start
+from pe_book.positions import ModelConfig, ScoreBiasMethod, register
 
-__all__ = ["FireBias", "fire_bias", "fire_input"]
+__all__ = ["FireBias", "FirePositions", "fire_bias", "fire_input"]
 
 
 def _scalar(name: str, value: object) -> torch.Tensor:
@@ -164,3 +165,17 @@ class FireBias(nn.Module):
 
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}, hidden={self.hidden}, eps={self.eps}"
+
+
+@register("fire")
+class FirePositions(ScoreBiasMethod):
+    """FIRE in chapter 11's model: one learned bias for all layers (chapter 10, section 10.2).
+
+    The threshold T starts at the training length (``config.train_len``), so offsets
+    inside the training window are relative and longer contexts are squeezed onto the
+    inputs seen in training; the MLP has the paper's width, 32.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.bias = FireBias(config.n_heads, init_threshold=float(config.train_len))

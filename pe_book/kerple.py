@@ -31,8 +31,9 @@ from pe_book._validate import (
     validate_tensor,
 )
 from pe_book.attention import query_start
+from pe_book.positions import ModelConfig, ScoreBiasMethod, register
 
-__all__ = ["KERNELS", "KerpleBias", "kerple_bias"]
+__all__ = ["KERNELS", "KerpleBias", "KerplePositions", "kerple_bias"]
 
 #: The two kernels of the paper, by the name ``kind`` takes.
 KERNELS = ("log", "power")
@@ -147,3 +148,16 @@ class KerpleBias(nn.Module):
 
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}, kind={self.kind!r}, eps={self.eps}"
+
+
+@register("kerple")
+class KerplePositions(ScoreBiasMethod):
+    """KERPLE in chapter 11's model: one bias for all layers, two parameters per head.
+
+    The logarithmic kernel (of the paper's two, a choice of this book; chapter 10,
+    section 10.2).
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.bias = KerpleBias(config.n_heads, kind="log")

@@ -31,12 +31,14 @@ import torch
 from torch import nn
 
 from pe_book._validate import validate_choice, validate_int, validate_tensor
+from pe_book.positions import ModelConfig, PositionMethod, register
 from pe_book.rope import Rope, apply_rope
 from pe_book.rope_scaling import partial_rotary_frequencies
 from pe_book.sinusoidal import LAYOUTS, frequencies
 
 __all__ = [
     "PRope",
+    "PRopePositions",
     "RotaryContrast",
     "apply_p_rope",
     "contrast_with_partial_rotary",
@@ -176,3 +178,20 @@ def contrast_with_partial_rotary(dim: int, p: float, base: float = 10000.0) -> R
     """
     theta, _ = partial_rotary_frequencies(dim, p, base)
     return RotaryContrast(p_rope_frequencies(dim, p, base), theta)
+
+
+@register("p_rope")
+class PRopePositions(PositionMethod):
+    """p-RoPE in chapter 11's model with p = 3/4: the slowest quarter of the pairs rests.
+
+    p = 3/4 is a choice of this book (the paper compares several fractions; chapter 10).
+    """
+
+    fraction = 0.75
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.rope = PRope(config.dim // config.n_heads, self.fraction)
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.rope(q), self.rope(k)

@@ -33,7 +33,15 @@ from pe_book._registry import add
 from pe_book._validate import validate_choice, validate_int
 from pe_book.attention import MultiHeadSelfAttention
 
-__all__ = ["METHOD_MODULES", "ModelConfig", "PositionMethod", "build", "names", "register"]
+__all__ = [
+    "METHOD_MODULES",
+    "ModelConfig",
+    "PositionMethod",
+    "ScoreBiasMethod",
+    "build",
+    "names",
+    "register",
+]
 
 #: The modules that register methods, in the book's order of the methods.
 METHOD_MODULES = (
@@ -43,6 +51,11 @@ METHOD_MODULES = (
     "pe_book.relative",  # shaw, t5
     "pe_book.rope",  # rope
     "pe_book.alibi",  # alibi
+    "pe_book.kerple",  # kerple (chapter 10's methods from here on; not in the committed study)
+    "pe_book.fire",  # fire
+    "pe_book.xpos",  # xpos
+    "pe_book.p_rope",  # p_rope
+    "pe_book.cope",  # cope
 )
 
 _REGISTRY: dict[str, type[PositionMethod]] = {}
@@ -129,6 +142,21 @@ class PositionMethod(nn.Module):
         """Change the angles at inference time: a scaling of :mod:`pe_book.rope_scaling`,
         or None for none (RoPE only; a method that can sets ``scalable``)."""
         raise ValueError(f"set_rope_scaling needs position='rope', not {self.name!r}")
+
+
+class ScoreBiasMethod(PositionMethod):
+    """A method whose one hook is a bias module shared by the layers (T5, KERPLE, FIRE).
+
+    A subclass sets ``self.bias``, a module with ``forward(q_len, k_len, start)`` that
+    returns (H, q_len, k_len); ``score_bias`` casts it to the scores' dtype.
+    """
+
+    bias: nn.Module
+
+    def score_bias(
+        self, q_len: int, k_len: int, dtype: torch.dtype, start: int | None = None
+    ) -> torch.Tensor:
+        return self.bias(q_len, k_len, start).to(dtype)  # (H, q_len, k_len)
 
 
 def register(name: str) -> Callable[[type[PositionMethod]], type[PositionMethod]]:

@@ -26,7 +26,7 @@ from torch import nn
 
 from pe_book._validate import validate_int, validate_tensor
 from pe_book.attention import attention_weights, merge_heads, project_heads, query_start
-from pe_book.positions import ModelConfig, PositionMethod, register
+from pe_book.positions import ModelConfig, PositionMethod, ScoreBiasMethod, register
 
 __all__ = ["ShawAttention", "T5Bias", "relative_indices", "t5_bucket", "t5_bucket_ranges"]
 
@@ -209,14 +209,9 @@ class ShawPositions(PositionMethod):
 
 
 @register("t5")
-class T5Positions(PositionMethod):
+class T5Positions(ScoreBiasMethod):
     """T5 in chapter 11's model: one learned causal bias, built once per call, shared by layers."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         self.bias = T5Bias(config.n_heads, bidirectional=False, max_distance=config.t5_max_distance)
-
-    def score_bias(
-        self, q_len: int, k_len: int, dtype: torch.dtype, start: int | None = None
-    ) -> torch.Tensor:
-        return self.bias(q_len, k_len, start).to(dtype)  # (H, q, k)

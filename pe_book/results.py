@@ -27,6 +27,7 @@ __all__ = [
     "KEEPS_QUALITY_NATS",
     "RESULTS",
     "SCHEMA_VERSION",
+    "STUDIED",
     "StudyResult",
     "cheapest_keeper",
     "degradation",
@@ -42,6 +43,10 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+#: The methods of the committed study (chapters 11-13), in the book's order. Chapter 10's
+#: methods are registered too and train with ``python -m pe_book.study --positions ...``.
+STUDIED = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi")
 
 #: The results folder of a source checkout (pe_book is installed editable, ``make env``).
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -231,6 +236,12 @@ def study_folder(seed: int = 0) -> Path:
 
 
 def load_study(seed: int = 0, folder: str | Path | None = None) -> dict[str, StudyResult]:
-    """The stored study of one seed, validated, by method in the book's order."""
+    """The stored study of one seed, validated, by method in the book's order.
+
+    From the committed folders (``folder=None``) only the methods of :data:`STUDIED`,
+    so that training another method into them does not change chapters 10-13.
+    """
     records = stored_results(folder if folder is not None else study_folder(seed))
+    if folder is None:
+        records = {p: r for p, r in records.items() if p in STUDIED}
     return {position: StudyResult.from_record(r) for position, r in records.items()}

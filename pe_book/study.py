@@ -29,7 +29,7 @@ from tqdm import tqdm
 from pe_book import data
 from pe_book._validate import validate_int
 from pe_book.model import POSITIONS, CharLM, ModelConfig
-from pe_book.results import SCHEMA_VERSION, load_result, versions, write_atomically
+from pe_book.results import SCHEMA_VERSION, STUDIED, load_result, versions, write_atomically
 from pe_book.rope_scaling import DynamicNTKScaling, LinearScaling, Scaling, YaRNScaling
 from pe_book.seed import seed_everything
 
@@ -306,7 +306,7 @@ def run_method(
 def run_study(
     out: Path,
     config: StudyConfig,
-    positions: tuple[str, ...] = POSITIONS,
+    positions: tuple[str, ...] = STUDIED,
     *,
     progress: bool = True,
 ) -> dict[str, dict[str, Any]]:
@@ -342,7 +342,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small run, well under a minute")
     parser.add_argument("--out", type=Path, default=None, help="folder for the JSON results")
-    parser.add_argument("--positions", nargs="+", choices=POSITIONS, default=list(POSITIONS))
+    parser.add_argument("--positions", nargs="+", choices=POSITIONS, default=list(STUDIED))
     parser.add_argument(
         "--seed", type=int, default=None, help="another seed (results go to <out>-seed<N>)"
     )

@@ -47,10 +47,19 @@ from pe_book._validate import (
     validate_positive_float,
     validate_tensor,
 )
+from pe_book.positions import ModelConfig, PositionMethod, register
 from pe_book.rope import Rope, apply_rope
 from pe_book.sinusoidal import LAYOUTS
 
-__all__ = ["ROLES", "XPos", "apply_xpos", "xpos_position_limit", "xpos_ratios", "xpos_scales"]
+__all__ = [
+    "ROLES",
+    "XPos",
+    "XPosPositions",
+    "apply_xpos",
+    "xpos_position_limit",
+    "xpos_ratios",
+    "xpos_scales",
+]
 
 #: A query is scaled by ζ^(+m/B), a key by ζ^(-n/B).
 ROLES = ("query", "key")
@@ -227,3 +236,15 @@ class XPos(CachedTable):
             rotated = self.rope(work, start)  # (..., L, dim)
             out.append(_scale_pairs(rotated, table[start:end], self.layout).to(x.dtype))
         return out[0], out[1]
+
+
+@register("xpos")
+class XPosPositions(PositionMethod):
+    """xPos in chapter 11's model: q and k of every layer turned and scaled by one XPos."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.xpos = XPos(config.dim // config.n_heads)
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.xpos(q, k)

@@ -3,12 +3,12 @@
 import pytest
 
 from pe_book.cost import cost_study
-from pe_book.model import POSITIONS
+from pe_book.results import STUDIED
 
 
 def test_cost_rows_cover_every_method_and_length_with_nope_as_baseline():
     rows = cost_study((16, 32), batch=2, dim=16, n_heads=2, repeats=1)
-    assert [(r.seq_len, r.position) for r in rows] == [(n, p) for n in (16, 32) for p in POSITIONS]
+    assert [(r.seq_len, r.position) for r in rows] == [(n, p) for n in (16, 32) for p in STUDIED]
     for row in rows:
         assert row.train_ms > 0 and row.infer_ms > 0
         assert 0 < row.largest_alloc_mib <= row.total_alloc_mib

@@ -69,6 +69,12 @@ def test_modes_share_everything_but_position_parameters():
     assert counts["learned"] == base + 16 * 32  # the table
     assert counts["t5"] == base + 32 * 4  # 32 buckets x 4 heads
     assert counts["shaw"] == base + 2 * 2 * (2 * 16 + 1) * 8  # 2 layers, key + value tables
+    # chapter 10: r1, r2 per head; FIRE's MLP 1 -> 32 -> 4 heads plus beta and T's multiplier;
+    # CoPE's table of P + 1 = 17 rows of d_head = 8 in each of the 2 layers
+    assert counts["xpos"] == counts["p_rope"] == base
+    assert counts["kerple"] == base + 2 * 4
+    assert counts["fire"] == base + (32 + 32) + (32 * 4 + 4) + 2
+    assert counts["cope"] == base + 2 * (16 + 1) * 8
 
 
 def test_rope_scaling_swaps_angles_without_retraining():
@@ -85,7 +91,7 @@ def test_rope_scaling_swaps_angles_without_retraining():
 
 @pytest.mark.parametrize(
     ("changes", "message"),
-    [({"position": "xpos"}, "position"), ({"dim": 30}, "dim"), ({"n_heads": 0}, "n_heads")],
+    [({"position": "not-a-method"}, "position"), ({"dim": 30}, "dim"), ({"n_heads": 0}, "n_heads")],
 )
 def test_bad_config_is_refused(changes, message):
     with pytest.raises((ValueError, TypeError), match=message):

@@ -7,7 +7,7 @@ import inspect
 import pytest
 import torch
 
-from pe_book import model, positions
+from pe_book import model, positions, results
 from pe_book.model import CharLM, ModelConfig
 from pe_book.rope_scaling import LinearScaling
 
@@ -17,13 +17,17 @@ def config(position: str) -> ModelConfig:
 
 
 def test_the_registry_holds_the_book_methods_in_order():
-    assert positions.names() == ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi")
+    assert positions.names() == (
+        "none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi",  # the committed study
+        "kerple", "fire", "xpos", "p_rope", "cope",  # chapter 10
+    )
     assert model.POSITIONS == positions.names()
+    assert results.STUDIED == positions.names()[:7]  # chapter 10's are registered, not studied
 
 
 def test_an_unknown_method_is_refused_with_the_known_ones():
     with pytest.raises(ValueError, match="position must be one of"):
-        ModelConfig("xpos", vocab_size=20)
+        ModelConfig("not-a-method", vocab_size=20)
 
 
 @pytest.mark.parametrize(

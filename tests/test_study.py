@@ -74,7 +74,7 @@ def test_a_result_from_another_config_or_a_corrupt_file_is_redone(tmp_path):
     ("change", "field"),
     [
         ({"schema": 99}, "schema"),
-        ({"position": "xpos"}, "position"),
+        ({"position": "not-a-method"}, "position"),
         ({"train_seconds": "fast"}, "train_seconds"),
         ({"perplexity": {"64": 0.5}}, "perplexity"),
         ({"corpus_checksum": None}, "corpus_checksum"),
@@ -119,7 +119,7 @@ def test_the_committed_study_validates_and_matches_this_corpus(folder):
     from pathlib import Path
 
     stored = results.stored_results(Path(__file__).parents[1] / "results" / folder)
-    assert set(stored) == set(POSITIONS)
+    assert set(stored) == set(results.STUDIED)
     checksum = data.load_corpus().checksum
     assert all(record["corpus_checksum"] == checksum for record in stored.values())
     assert all(record["config"] == stored["none"]["config"] for record in stored.values())
@@ -173,3 +173,12 @@ def test_the_share_of_short_contexts_is_the_early_token_curse():
     assert study.short_context_fraction(64, 100) == 1.0
     with pytest.raises(ValueError, match="seq_len"):
         study.short_context_fraction(0, 1)
+
+
+def test_the_committed_study_is_its_seven_methods_whatever_else_is_trained_there(
+    tmp_path, monkeypatch
+):
+    study.run_study(tmp_path, TINY, ("alibi", "kerple"), progress=False)
+    monkeypatch.setattr(results, "study_folder", lambda seed: tmp_path)
+    assert list(results.load_study(0)) == ["alibi"]  # kerple is not in results.STUDIED
+    assert list(results.load_study(0, folder=tmp_path)) == ["alibi", "kerple"]
