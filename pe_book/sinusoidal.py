@@ -47,6 +47,7 @@ __all__ = [
     "frequencies",
     "layout_permutation",
     "offset_distances",
+    "pair_fractions",
     "position_angles",
     "shift_matrix",
     "sinusoidal_table",
@@ -56,12 +57,20 @@ __all__ = [
 LAYOUTS = ("interleaved", "half")
 
 
+def pair_fractions(dim: int) -> torch.Tensor:
+    """2i/d for the pairs i = 0, ..., d/2 - 1 (from 0 up to 1 - 2/d); float64, (dim/2,).
+
+    Where pair i sits along the dimension: the exponent of θ_i = b^(-2i/d) (chapter 3),
+    and xPos's decay ratios ζ_i (chapter 10) are built from it too.
+    """
+    dim = validate_int("dim", dim, minimum=2, even=True)
+    return torch.arange(0, dim, 2, dtype=torch.float64) / dim
+
+
 def frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
     """θ_i = base^(-2i/d) for i = 0, ..., d/2 - 1; float64, shape (dim/2,). Chapter 3."""
-    dim = validate_int("dim", dim, minimum=2, even=True)
-    base = validate_base(base)
-    exponents = torch.arange(0, dim, 2, dtype=torch.float64) / dim  # 2i/d
-    return base ** (-exponents)
+    exponents = pair_fractions(dim)  # validates dim
+    return validate_base(base) ** (-exponents)
 
 
 def wavelengths(dim: int, base: float = 10000.0) -> torch.Tensor:

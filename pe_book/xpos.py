@@ -49,7 +49,7 @@ from pe_book._validate import (
 )
 from pe_book.positions import ModelConfig, PositionMethod, register
 from pe_book.rope import Rope, apply_rope
-from pe_book.sinusoidal import LAYOUTS
+from pe_book.sinusoidal import LAYOUTS, pair_fractions
 
 __all__ = [
     "ROLES",
@@ -71,9 +71,8 @@ def xpos_ratios(dim: int, gamma: float = 0.4) -> torch.Tensor:
     Sun et al. (2022, arXiv 2212.10554, eq. 9, written there i/(d/2)). From γ/(1+γ) at i = 0
     (the fastest pair decays most) up to (1 - 2/d + γ)/(1 + γ) < 1; γ → ∞ gives RoPE (ζ = 1).
     """
-    dim = validate_int("dim", dim, minimum=2, even=True)
+    fraction = pair_fractions(dim)  # 2i/d
     gamma = validate_positive_float("gamma", gamma)
-    fraction = torch.arange(0, dim, 2, dtype=torch.float64) / dim  # 2i/d
     return (fraction + gamma) / (1 + gamma)
 
 
