@@ -182,3 +182,13 @@ def test_the_committed_study_is_its_seven_methods_whatever_else_is_trained_there
     monkeypatch.setattr(results, "study_folder", lambda seed: tmp_path)
     assert list(results.load_study(0)) == ["alibi"]  # kerple is not in results.STUDIED
     assert list(results.load_study(0, folder=tmp_path)) == ["alibi", "kerple"]
+
+
+def test_the_committed_run_of_chapter_10s_methods_validates_and_matches_this_corpus():
+    from pathlib import Path
+
+    stored = results.stored_results(Path(__file__).parents[1] / "results" / "beyond")
+    assert set(stored) == {"kerple", "fire", "xpos", "p_rope", "cope"}
+    assert not set(stored) & set(results.STUDIED)  # chapter 11's seven live elsewhere
+    checksum = data.load_corpus().checksum
+    assert all(record["corpus_checksum"] == checksum for record in stored.values())
