@@ -11,11 +11,14 @@ The preface's lecture plan is not guessed: for each chapter it counts
 
     minutes = words / WORDS_PER_MINUTE + live cells * MINUTES_PER_CELL.
 
-Exercises are not in it: the plan says which are done in class. The two rates
-are assumptions a lecturer can change, not measurements of a class: 130 words
-a minute is near the slow end of the 125-150 that public speakers in the US
-usually speak at (S. E. Lucas, *The Art of Public Speaking*, 8th ed., 2004,
-p. 300); one minute a cell is the book's own allowance.
+The plan is one lecture per chapter in a session of ``SESSION_MINUTES``, and
+what presenting leaves of the session is exercise time in class:
+:func:`lecture_plan` refuses a plan in which a lecture leaves less than
+``EXERCISE_MINUTES``. The two rates are assumptions a lecturer can change, not
+measurements of a class: 130 words a minute is near the slow end of the 125-150
+that public speakers in the US usually speak at (S. E. Lucas, *The Art of
+Public Speaking*, 8th ed., 2004, p. 300); one minute a cell is the book's own
+allowance.
 """
 
 from __future__ import annotations
@@ -28,11 +31,15 @@ from pathlib import Path
 from pe_book._validate import validate_positive_float
 
 __all__ = [
+    "EXERCISE_MINUTES",
     "LECTURE_WORDS",
     "MINUTES_PER_CELL",
+    "SESSION_MINUTES",
     "WORDS_PER_MINUTE",
     "ChapterTime",
+    "Lecture",
     "chapter_time",
+    "lecture_plan",
     "live_cells",
     "prose_words",
 ]
@@ -43,6 +50,10 @@ LECTURE_WORDS = 2500
 WORDS_PER_MINUTE = 130.0
 #: Running one cell live and reading its output or figure.
 MINUTES_PER_CELL = 1.0
+#: One lecture, one chapter, in a session of this many minutes.
+SESSION_MINUTES = 90.0
+#: Every lecture leaves at least this many minutes of its session for exercises in class.
+EXERCISE_MINUTES = 25.0
 
 
 def _cells(path: Path) -> list[dict]:
@@ -92,3 +103,43 @@ def chapter_time(
     per_cell = validate_positive_float("minutes_per_cell", minutes_per_cell)
     words, cells = prose_words(path), live_cells(path)
     return ChapterTime(path.stem.split("_")[0], words, cells, words / rate + cells * per_cell)
+
+
+@dataclass(frozen=True)
+class Lecture:
+    """One lecture of the plan: its chapter's presenting time and the minutes left for exercises."""
+
+    number: int
+    time: ChapterTime
+    exercises: float
+
+
+def lecture_plan(
+    paths: list[Path],
+    *,
+    session_minutes: float = SESSION_MINUTES,
+    exercise_minutes: float = EXERCISE_MINUTES,
+    words_per_minute: float = WORDS_PER_MINUTE,
+    minutes_per_cell: float = MINUTES_PER_CELL,
+) -> list[Lecture]:
+    """One lecture per chapter, in the order given: exercises = session - presenting time.
+
+    Raises ValueError naming every chapter that leaves less than ``exercise_minutes``.
+    """
+    if not isinstance(paths, list) or not paths:
+        raise TypeError("paths must be a non-empty list of pathlib.Path notebooks")
+    session = validate_positive_float("session_minutes", session_minutes)
+    floor = validate_positive_float("exercise_minutes", exercise_minutes)
+    plan = []
+    for number, path in enumerate(paths, start=1):
+        time = chapter_time(
+            path, words_per_minute=words_per_minute, minutes_per_cell=minutes_per_cell
+        )
+        plan.append(Lecture(number, time, session - time.minutes))
+    short = [f"{p.time.chapter} ({p.exercises:.0f} min)" for p in plan if p.exercises < floor]
+    if short:
+        raise ValueError(
+            f"every lecture must leave at least exercise_minutes = {floor:g} of its"
+            f" {session:g} for exercises; these leave less: {', '.join(short)}"
+        )
+    return plan

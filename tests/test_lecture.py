@@ -39,11 +39,31 @@ def test_minutes_are_words_at_the_rate_plus_a_minute_per_live_cell(tmp_path):
     assert got == lecture.ChapterTime("07", 260, 3, 260 / 130 + 3)
 
 
-def test_every_chapter_fits_a_lecture_by_these_rates():
+def test_every_chapter_leaves_the_exercise_minutes_of_its_lecture():
     from pathlib import Path
 
-    for path in sorted((Path(__file__).parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        assert lecture.chapter_time(path).minutes < 60, path.name
+    chapters = sorted((Path(__file__).parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    plan = lecture.lecture_plan(chapters)  # raises if one leaves too little
+    assert all(p.exercises >= lecture.EXERCISE_MINUTES for p in plan)
+
+
+def test_a_plan_is_one_lecture_per_chapter_with_the_rest_for_exercises(tmp_path):
+    paths = [
+        write(tmp_path / "01_a.ipynb", [markdown("w " * 1300), code()]),  # 10 + 1 minutes
+        write(tmp_path / "02_b.ipynb", [markdown("w " * 2600), code(), code()]),  # 20 + 2
+    ]
+    plan = lecture.lecture_plan(paths, session_minutes=90, exercise_minutes=25)
+    assert [(p.number, p.time.chapter) for p in plan] == [(1, "01"), (2, "02")]
+    assert [p.exercises for p in plan] == [90 - 11, 90 - 22]
+
+
+def test_a_lecture_that_leaves_too_little_for_exercises_is_refused_by_name(tmp_path):
+    paths = [
+        write(tmp_path / "01_a.ipynb", [markdown("w " * 130)]),  # 1 minute
+        write(tmp_path / "02_b.ipynb", [markdown("w " * 130 * 70)]),  # 70 minutes
+    ]
+    with pytest.raises(ValueError, match=r"exercise_minutes = 25.*02 \(20 min\)"):
+        lecture.lecture_plan(paths, session_minutes=90, exercise_minutes=25)
 
 
 @pytest.mark.parametrize(
@@ -53,6 +73,9 @@ def test_every_chapter_fits_a_lecture_by_these_rates():
         (lambda p: lecture.prose_words(p.with_suffix(".md")), ValueError, "existing .ipynb"),
         (lambda p: lecture.chapter_time(p, words_per_minute=0), ValueError, "words_per_minute"),
         (lambda p: lecture.chapter_time(p, minutes_per_cell=-1), ValueError, "minutes_per_cell"),
+        (lambda p: lecture.lecture_plan(p), TypeError, "non-empty list"),
+        (lambda p: lecture.lecture_plan([p], session_minutes=0), ValueError, "session_minutes"),
+        (lambda p: lecture.lecture_plan([p], exercise_minutes=-5), ValueError, "exercise_minutes"),
     ],
 )
 def test_bad_input_is_named(tmp_path, call, error, message):
