@@ -28,6 +28,7 @@ import math
 import numbers
 
 import torch
+from torch import nn
 
 from pe_book._validate import (
     validate_int,
@@ -35,9 +36,13 @@ from pe_book._validate import (
     validate_positive_float,
     validate_tensor,
 )
-from pe_book.attention import causal_mask
+from pe_book.attention import MultiHeadSelfAttention, attention, causal_mask, merge_heads
+from pe_book.positions import ModelConfig, PositionMethod, register
+from pe_book.rope import Rope
 
 __all__ = [
+    "IRopeAttention",
+    "IRopePositions",
     "chunked_causal_mask",
     "qk_norm",
     "rope_layers",
@@ -163,3 +168,75 @@ def qk_norm(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     eps = validate_positive_float("eps", eps)
     wide = x.to(torch.promote_types(x.dtype, torch.float32))
     return (wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+
+class IRopeAttention(MultiHeadSelfAttention):
+    """One layer of iRoPE: a RoPE layer with chunked attention, or a NoPE layer with
+    temperature-tuned queries (Llama 4's plan, chapter 10).
+
+    ``forward(x, *, causal=True, rotate, chunk_mask, floor_scale)``: a RoPE layer turns q
+    and k with ``rotate`` and lets query m see key n only within its chunk
+    (``chunk_mask``, (L, L) bool from :func:`chunked_causal_mask`); a NoPE layer scales
+    its queries by :func:`temperature_scale` and attends causally to every key.
+    Shapes: x (batch, L, dim) -> same.
+    """
+
+    def __init__(self, dim: int, n_heads: int, uses_rope: bool) -> None:
+        super().__init__(dim, n_heads)
+        self.uses_rope = bool(uses_rope)
+
+    def forward(  # type: ignore[override]
+        self,
+        x: torch.Tensor,
+        *,
+        causal: bool = True,
+        rotate: object = None,
+        chunk_mask: torch.Tensor | None = None,
+        floor_scale: float = 8192.0,
+        bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if causal is not True or bias is not None:
+            raise ValueError("IRopeAttention is causal and takes no score bias")
+        q, k, v, unbatched = self._heads(x)  # each (batch, H, L, d_head)
+        if self.uses_rope:
+            q, k = rotate(q, k)  # type: ignore[operator]
+            allowed = chunk_mask.to(q.device)  # type: ignore[union-attr]
+            mask = torch.zeros(allowed.shape, dtype=q.dtype, device=q.device)
+            z = attention(q, k, v, bias=mask.masked_fill(~allowed, float("-inf")))
+        else:
+            q = scale_queries(q, floor_scale=floor_scale)
+            z = attention(q, k, v, causal=True)
+        y = self.out(merge_heads(z))  # (batch, L, dim)
+        return y[0] if unbatched else y
+
+
+@register("irope")
+class IRopePositions(PositionMethod):
+    """iRoPE in chapter 11's model: Llama 4's layer plan at this scale.
+
+    Every fourth layer (the last one when the model has fewer than four) is a NoPE
+    layer with temperature-tuned queries and full causal attention; the others rotate q
+    and k (RoPE, base 10000 like the book's RoPE model, so that only the plan differs)
+    and attend within chunks of ``train_len`` tokens, so their angles never meet an
+    offset longer than training showed them. Llama 4 pairs its chunk (8192) with the
+    temperature's ``floor_scale`` (8192); here both are ``train_len``.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.plan = rope_layers(config.n_layers, min(4, config.n_layers))
+        self.chunk = config.train_len
+        self.rope = Rope(config.dim // config.n_heads)
+        self._built = 0
+
+    def make_attention(self, config: ModelConfig) -> nn.Module:
+        layer = IRopeAttention(config.dim, config.n_heads, self.plan[self._built])
+        self._built += 1
+        return layer
+
+    def layer_inputs(self, seq_len: int, dtype: torch.dtype) -> dict[str, object]:
+        return {
+            "rotate": lambda q, k: (self.rope(q), self.rope(k)),
+            "chunk_mask": chunked_causal_mask(seq_len, self.chunk),
+            "floor_scale": float(self.chunk),
+        }

@@ -56,6 +56,8 @@ METHOD_MODULES = (
     "pe_book.xpos",  # xpos
     "pe_book.p_rope",  # p_rope
     "pe_book.cope",  # cope
+    "pe_book.randomized",  # randomized_rope
+    "pe_book.irope",  # irope
 )
 
 _REGISTRY: dict[str, type[PositionMethod]] = {}
@@ -73,7 +75,9 @@ class ModelConfig:
     ``train_len`` sizes what must be sized: the learned table has exactly
     ``train_len`` rows (it cannot run longer inputs). ``shaw_max_offset`` is
     Shaw et al.'s clipping distance K; T5 uses 32 causal buckets up to
-    ``t5_max_distance``.
+    ``t5_max_distance``. ``max_len`` is the longest input the model will be asked to
+    run (at least ``train_len``); only randomized positions use it, sampling from
+    0 .. max_len - 1 in training (chapter 10).
     """
 
     position: str
@@ -84,6 +88,7 @@ class ModelConfig:
     train_len: int = 64
     shaw_max_offset: int = 16
     t5_max_distance: int = 128
+    max_len: int = 1024
 
     def __post_init__(self) -> None:
         validate_choice("position", self.position, names())
@@ -99,6 +104,7 @@ class ModelConfig:
         validate_int("train_len", self.train_len, minimum=1)
         validate_int("shaw_max_offset", self.shaw_max_offset, minimum=0)
         validate_int("t5_max_distance", self.t5_max_distance, minimum=1)
+        validate_int("max_len", self.max_len, minimum=self.train_len)
 
 
 class PositionMethod(nn.Module):

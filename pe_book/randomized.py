@@ -30,11 +30,13 @@ import torch
 from torch import nn
 
 from pe_book._validate import validate_bool, validate_choice, validate_int, validate_tensor
-from pe_book.rope import apply_rope
+from pe_book.positions import ModelConfig, PositionMethod, register
+from pe_book.rope import apply_rope, rope_cos_sin, rotate
 from pe_book.sinusoidal import LAYOUTS, SinusoidalEncoding, sinusoidal_table
 
 __all__ = [
     "RandomizedRope",
+    "RandomizedRopePositions",
     "RandomizedSinusoidal",
     "randomized_positions",
     "randomized_rope",
@@ -191,3 +193,32 @@ class RandomizedRope(_RandomizedPositions):
         positions = self._sample(q, generator)
         rotate = {"base": self.base, "layout": self.layout}
         return randomized_rope(q, positions, **rotate), randomized_rope(k, positions, **rotate)
+
+
+@register("randomized_rope")
+class RandomizedRopePositions(PositionMethod):
+    """Randomized RoPE in chapter 11's model: q and k turned at sorted random positions.
+
+    Every forward call draws m_0 < ... < m_{L-1} from 0 .. max_len - 1
+    (``config.max_len``, the longest test length), one sample shared by the batch, as
+    the authors' code shares it (``batch=None``), and by every layer (their noisy RoPE
+    draws per layer; one draw keeps the layers consistent), in training and evaluation
+    alike (the paper). cos/sin of all max_len positions are built once. An input longer
+    than max_len raises ValueError. Ruoss et al. (2023), arXiv 2305.16843; chapter 10.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.max_len = config.max_len
+        cos, sin = rope_cos_sin(config.max_len, config.dim // config.n_heads)
+        self.register_buffer("cos", cos.float(), persistent=False)  # (max_len, d_head/2)
+        self.register_buffer("sin", sin.float(), persistent=False)
+
+    def layer_inputs(self, seq_len: int, dtype: torch.dtype) -> dict[str, object]:
+        positions = randomized_positions(seq_len, self.max_len)  # (L,), sorted
+        cos, sin = self.cos[positions], self.sin[positions]  # (L, d_head/2)
+
+        def turn(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return rotate(q, cos, sin), rotate(k, cos, sin)
+
+        return {"bias": None, "rotate": turn}

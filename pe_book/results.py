@@ -42,7 +42,10 @@ __all__ = [
     "write_atomically",
 ]
 
-SCHEMA_VERSION = 1
+#: The schema of a new record: 2 stores every evaluation segment's losses. Records of
+#: schema 1 (means only: results/extrapolation*, results/beyond) still validate.
+SCHEMA_VERSION = 2
+SCHEMAS = (1, 2)
 
 #: The methods of the committed study (chapters 11-13), in the book's order. Chapter 10's
 #: methods are registered too and train with ``python -m pe_book.study --positions ...``.
@@ -86,7 +89,7 @@ def validate_result(record: object) -> dict[str, Any]:
     for field, kind in expected.items():
         if not isinstance(record.get(field), kind):
             raise ValueError(f"result field {field!r} must be {kind.__name__}")
-    if record["schema"] != SCHEMA_VERSION or record["position"] not in POSITIONS:
+    if record["schema"] not in SCHEMAS or record["position"] not in POSITIONS:
         raise ValueError("result field 'schema' or 'position' has an unknown value")
     tables = [("perplexity", record["perplexity"])]
     scaled = record.get("rope_scaling", {})
@@ -127,7 +130,11 @@ def load_result(path: Path, config: object, checksum: str) -> dict[str, Any] | N
         record = validate_result(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
-    same_config = record["config"] == json.loads(json.dumps(dataclasses.asdict(config)))
+    wanted = json.loads(json.dumps(dataclasses.asdict(config)))
+    stored = dict(record["config"])
+    for settings in (wanted, stored):
+        settings.pop("threads", None)  # recorded, but a run on more threads is the same run
+    same_config = stored == wanted and record["schema"] == SCHEMA_VERSION
     return record if same_config and record["corpus_checksum"] == checksum else None
 
 

@@ -22,13 +22,16 @@ One", 2023): :func:`softmax_with_sink`, :func:`sink_attention`.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from pe_book._validate import validate_finite, validate_int, validate_tensor
 from pe_book.attention import causal_mask
 
 __all__ = [
+    "attention_to_first_token",
     "cache_positions",
     "sink_attention",
     "softmax_with_sink",
@@ -152,3 +155,46 @@ def sink_attention(
         allowed = causal_mask(q.shape[-2], k.shape[-2], start=start).to(q.device)
         scores = scores.masked_fill(~allowed, -math.inf)
     return softmax_with_sink(scores, sink_logits) @ v  # (..., H, q_len, d_v)
+
+
+@torch.no_grad()
+def attention_to_first_token(
+    model: torch.nn.Module, tokens: torch.Tensor, chunk: int = 4
+) -> torch.Tensor | None:
+    """How much attention every layer's heads give the window's first token (chapter 13).
+
+    Runs ``model(tokens)`` (tokens (batch, L) int64) and, at each call of PyTorch's
+    scaled-dot-product attention (the path of every layer built on
+    :class:`pe_book.attention.MultiHeadSelfAttention`), records the weight
+    softmax(q kᵀ/√d + mask)[m, 0] that query m gives key 0, averaged over the batch.
+    Returns (n_calls, H, L), one row per layer in order; None when the model's layers
+    compute attention their own way (Shaw's and CoPE's), so that no call was seen.
+    The first-token share is what StreamingLLM's sinks are (Xiao et al. 2024, section 3.1).
+    """
+    validate_tensor("tokens", tokens, ndim=2)
+    chunk = validate_int("chunk", chunk, minimum=1)
+    original = F.scaled_dot_product_attention
+    shares: list[list[torch.Tensor]] = []
+
+    def recording(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **options: Any) -> Any:
+        scores = (q @ k.transpose(-2, -1)).double() / math.sqrt(q.shape[-1])  # (B, H, L, L)
+        mask = options.get("attn_mask")
+        if options.get("is_causal"):
+            allowed = causal_mask(q.shape[-2], k.shape[-2]).to(q.device)
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        if mask is not None:
+            scores = scores + mask.double()
+        current.append(torch.softmax(scores, dim=-1)[..., 0].sum(0))  # (H, L)
+        return original(q, k, v, **options)
+
+    F.scaled_dot_product_attention = recording
+    try:
+        for part in tokens.split(chunk):
+            current: list[torch.Tensor] = []
+            model(part)
+            shares.append(current)
+    finally:
+        F.scaled_dot_product_attention = original
+    if not shares or not shares[0]:
+        return None
+    return torch.stack([torch.stack(calls) for calls in shares]).sum(0) / tokens.shape[0]

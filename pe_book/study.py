@@ -1,16 +1,25 @@
 """Train short, test long: the controlled extrapolation study of chapter 11.
 
-``python -m pe_book.study [--quick] [--seed N] [--positions ...] [--out DIR]`` trains
-one :class:`pe_book.model.CharLM` per position method with the same seed, data
-order, steps and size, at length ``train_len``, then measures perplexity on
-validation text at 1, 2, 4, 8 and 16 times that length (non-overlapping
-windows), the mean loss at each position of the longest window, and the loss
-of the same characters with the context capped at the training length.
+``python -m pe_book.study [--design lm] [--seeds 0-4] [--positions ...]`` trains one
+:class:`pe_book.model.CharLM` per position method and seed, at length ``train_len``,
+then measures, on the same validation segments for every method and seed:
 
-Each method's result is one JSON record (:mod:`pe_book.results`), written
-atomically; a rerun skips every method whose record exists and matches the
-current config and corpus, so an interrupted study resumes where it stopped.
-(``python -m pe_book.experiments extrapolation`` is the same command.)
+- the loss of every segment read in windows of 1, 2, 4, 8 and 16 times the unit
+  length (non-overlapping windows; perplexity is exp of the mean);
+- the loss of the longest windows per bin of ``eval_unit`` targets, and of the same
+  targets with the context capped at ``eval_unit`` (sliding windows): their difference
+  is the *extra-context cost* that chapter 11's verdicts rest on.
+
+Each segment's numbers are stored (not only the means), so every interval of
+:mod:`pe_book.intervals` can be recomputed from ``results/``. A *design* names a
+configuration and its methods (:data:`DESIGNS`): ``lm`` (the base study, every
+registered method), ``long`` (the train-long reference: trained at the longest test
+length with the same tokens per step), ``scale`` (one step up in size), ``lr-low`` and
+``lr-high`` (the learning-rate check) and ``quick``. Results go to
+``results/study/<design>/seed<N>/<method>.json``, one atomic JSON file per run; a rerun
+skips every run whose record exists and matches the current config and corpus, so a
+study spans several sittings. (``python -m pe_book.experiments extrapolation`` is
+the same command.)
 """
 
 from __future__ import annotations
@@ -26,15 +35,25 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from pe_book import data
-from pe_book._validate import validate_int
+from pe_book import data, sinks
+from pe_book._validate import validate_choice, validate_int
 from pe_book.model import POSITIONS, CharLM, ModelConfig
-from pe_book.results import SCHEMA_VERSION, STUDIED, load_result, versions, write_atomically
+from pe_book.results import (
+    RESULTS,
+    SCHEMA_VERSION,
+    STUDIED,
+    load_result,
+    versions,
+    write_atomically,
+)
 from pe_book.rope_scaling import DynamicNTKScaling, LinearScaling, Scaling, YaRNScaling
 from pe_book.seed import seed_everything
 
 __all__ = [
+    "DESIGNS",
     "QUICK",
+    "TRAINABLE",
+    "Design",
     "StudyConfig",
     "evaluate",
     "evaluate_sliding",
@@ -42,8 +61,10 @@ __all__ = [
     "perplexity",
     "rope_scalings",
     "run_method",
+    "run_seeds",
     "run_study",
     "short_context_fraction",
+    "study_path",
     "train",
 ]
 
@@ -60,11 +81,23 @@ class StudyConfig:
     dim: int = 128
     n_layers: int = 2
     n_heads: int = 4
-    eval_multiples: tuple[int, ...] = (1, 2, 4, 8, 16)
+    eval_multiples: tuple[int, ...] = (1, 2, 4, 8, 16)  # test lengths, in units of eval_unit
     eval_segments: int = 64  # evenly spaced validation segments of max length
-    sliding_stride: int = 16  # the same-target baseline: windows of train_len, this stride
+    sliding_stride: int = 16  # the same-target baseline: windows of eval_unit, this stride
     seed: int = 0
-    threads: int = 2
+    threads: int = 2  # recorded, but not part of what a resumed run must match
+    eval_unit: int | None = None  # the capped context and the unit of the test lengths;
+    # None: train_len. The train-long reference sets it to the short models' train_len.
+
+    @property
+    def unit(self) -> int:
+        """The capped context length, and the unit of ``eval_multiples``."""
+        return self.train_len if self.eval_unit is None else self.eval_unit
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        """The test lengths: ``eval_multiples`` times the unit."""
+        return tuple(multiple * self.unit for multiple in self.eval_multiples)
 
     def model_config(self, position: str) -> ModelConfig:
         """The model for one method.
@@ -83,6 +116,7 @@ class StudyConfig:
             n_heads=self.n_heads,
             train_len=self.train_len,
             t5_max_distance=max(self.train_len // 2, 17),
+            max_len=max(self.lengths),
         )
 
 
@@ -203,24 +237,56 @@ def rope_scalings(length: int, train_len: int) -> dict[str, Scaling]:
 
 
 def _segments(corpus: data.Corpus, config: StudyConfig) -> torch.Tensor:
-    longest = max(config.eval_multiples) * config.train_len
-    return data.eval_segments(corpus.valid, longest, config.eval_segments)
+    """The validation segments every method and seed is scored on (no seed: one text)."""
+    return data.eval_segments(corpus.valid, max(config.lengths), config.eval_segments)
+
+
+def _round(values: torch.Tensor | float) -> Any:
+    """Losses as stored: nested lists of floats rounded to 6 decimals (1e-6 nats)."""
+    if isinstance(values, torch.Tensor):
+        return [_round(v) for v in values] if values.ndim else round(float(values), 6)
+    return round(float(values), 6)
+
+
+def _by_bin(losses: torch.Tensor, width: int) -> torch.Tensor:
+    """(count, n · width) per-target losses -> (count, n) means over bins of ``width``."""
+    return losses.reshape(losses.shape[0], -1, width).mean(-1)
+
+
+def _first_token_attention(
+    model: CharLM, segments: torch.Tensor, config: StudyConfig, count: int = 8
+) -> dict[str, Any] | None:
+    """Attention every layer and head gives the first token of a window (chapter 13's
+    sinks), on the first ``count`` segments: windows of ``unit`` tokens, per query
+    (layers, H, unit), and of the longest length, per bin of ``unit`` queries."""
+    model.eval()
+    inputs = segments[:count, :-1]
+    short = sinks.attention_to_first_token(model, inputs[:, : config.unit])
+    if short is None:
+        return None
+    found: dict[str, Any] = {str(config.unit): _round(short)}
+    try:
+        longest = sinks.attention_to_first_token(model, inputs)  # (layers, H, longest)
+    except ValueError:  # a learned table cannot run the longest windows
+        return found
+    layers, heads, length = longest.shape
+    binned = longest.reshape(layers, heads, length // config.unit, config.unit).mean(-1)
+    found[str(length)] = _round(binned)
+    return found
 
 
 def _scaled_rope(
-    model: CharLM, corpus: data.Corpus, config: StudyConfig
-) -> dict[str, dict[str, float]]:
-    """Perplexity of the trained RoPE model with each scaling, at lengths past train_len."""
-    scaled: dict[str, dict[str, float]] = {}
-    segments = _segments(corpus, config)
-    for multiple in config.eval_multiples:
-        length = multiple * config.train_len
+    model: CharLM, segments: torch.Tensor, config: StudyConfig
+) -> dict[str, dict[str, list[float]]]:
+    """Each segment's loss for the trained RoPE model with each scaling, past train_len."""
+    scaled: dict[str, dict[str, list[float]]] = {}
+    for length in config.lengths:
         if length <= config.train_len:
             continue
         for name, scaling in rope_scalings(length, config.train_len).items():
             model.set_rope_scaling(scaling)
-            ppl = perplexity(evaluate(model, segments, length))
-            scaled.setdefault(name, {})[str(length)] = ppl
+            losses = evaluate(model, segments, length).mean(1)  # (count,)
+            scaled.setdefault(name, {})[str(length)] = _round(losses)
     model.set_rope_scaling(None)
     return scaled
 
@@ -252,7 +318,14 @@ def short_context_fraction(seq_len: int, context: int) -> float:
 def run_method(
     position: str, corpus: data.Corpus, config: StudyConfig, *, progress: bool = True
 ) -> dict[str, Any]:
-    """Train one method and evaluate it at every length; returns the result record."""
+    """Train one method with ``config.seed`` and evaluate it; returns the result record.
+
+    Stores, per validation segment: its mean loss at every test length
+    (``segment_loss``; None where the model cannot run), and for the longest windows
+    its mean loss per bin of ``eval_unit`` targets with the full context
+    (``full_by_bin``) and with the context capped at ``eval_unit`` (``capped_by_bin``,
+    bins 1.. only: the first bin has no more context to cap).
+    """
     seed_everything(config.seed)
     threads_before = torch.get_num_threads()
     torch.set_num_threads(config.threads)
@@ -261,26 +334,20 @@ def run_method(
     losses = train(model, corpus, config, progress=progress)
     train_seconds = time.perf_counter() - start
     segments = _segments(corpus, config)
-    by_length: dict[str, float | None] = {}
-    longest: list[float] | None = None
+    unit = config.unit
+    segment_loss: dict[str, list[float] | None] = {}
     full: torch.Tensor | None = None
-    for multiple in config.eval_multiples:
-        length = multiple * config.train_len
+    for length in config.lengths:
         try:
-            scored = evaluate(model, segments, length)
+            scored = evaluate(model, segments, length)  # (count, longest)
         except ValueError:  # the learned table has no rows past train_len
-            by_length[str(length)] = None
+            segment_loss[str(length)] = None
             continue
-        by_length[str(length)] = perplexity(scored)
-        if multiple == max(config.eval_multiples):
-            longest, full = scored.mean(0).tolist(), scored
-    # the same targets (j >= train_len), with the context capped at train_len
-    window, stride = config.train_len, config.sliding_stride
-    capped = evaluate_sliding(model, segments, window, stride)[:, stride:]
-    same_targets = {
-        "capped_context_loss": float(capped.mean()),
-        "full_context_loss": None if full is None else float(full[:, window:].mean()),
-    }
+        segment_loss[str(length)] = _round(scored.mean(1))
+        full = scored if length == max(config.lengths) else full
+    # the same targets (j >= unit), with the context capped at unit tokens
+    capped = evaluate_sliding(model, segments, unit, config.sliding_stride)
+    capped = capped[:, config.sliding_stride :]  # (count, longest - unit): targets j >= unit
     record: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "position": position,
@@ -289,15 +356,27 @@ def run_method(
         "corpus_checksum": corpus.checksum,
         "versions": versions(),
         "train_seconds": train_seconds,
-        "wall_seconds": time.perf_counter() - start,
+        "wall_seconds": 0.0,
         "train_loss_last_100": sum(losses[-100:]) / len(losses[-100:]),
-        "perplexity": by_length,
-        "loss_by_position": longest,
-        "loss_by_position_length": len(longest) if longest else None,
-        "same_targets": same_targets,
+        "perplexity": {
+            n: None if v is None else math.exp(sum(v) / len(v)) for n, v in segment_loss.items()
+        },
+        "segment_loss": segment_loss,
+        "loss_by_position": None if full is None else _round(full.mean(0)),
+        "full_by_bin": None if full is None else _round(_by_bin(full, unit)),
+        "capped_by_bin": _round(_by_bin(capped, unit)),
+        "same_targets": {
+            "capped_context_loss": float(capped.mean()),
+            "full_context_loss": None if full is None else float(full[:, unit:].mean()),
+        },
     }
+    record["first_token_attention"] = _first_token_attention(model, segments, config)
     if model.position.scalable:  # the same trained weights, angles changed at inference
-        record["rope_scaling"] = _scaled_rope(model, corpus, config)
+        record["rope_scaling_segment_loss"] = _scaled_rope(model, segments, config)
+        record["rope_scaling"] = {
+            name: {n: math.exp(sum(v) / len(v)) for n, v in table.items()}
+            for name, table in record["rope_scaling_segment_loss"].items()
+        }
     record["wall_seconds"] = time.perf_counter() - start
     torch.set_num_threads(threads_before)
     return record
@@ -310,7 +389,7 @@ def run_study(
     *,
     progress: bool = True,
 ) -> dict[str, dict[str, Any]]:
-    """Run (or resume) the study: one JSON file per method in ``out``."""
+    """Run (or resume) one seed of a study: one JSON file per method in ``out``."""
     corpus = data.load_corpus()
     results = {}
     for position in positions:
@@ -323,38 +402,121 @@ def run_study(
     return results
 
 
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """One configuration of the study and the methods it trains (chapter 11)."""
+
+    config: StudyConfig
+    positions: tuple[str, ...]
+    purpose: str
+
+
+#: Every method the character model can train, from the registry (chapters 3-10).
+TRAINABLE = POSITIONS
+
+DESIGNS: dict[str, Design] = {
+    "lm": Design(StudyConfig(), TRAINABLE, "the base study: every method, trained at L = 64"),
+    "long": Design(
+        StudyConfig(train_len=1024, batch=2, eval_unit=64),
+        ("sinusoidal", "rope", "alibi", "kerple"),
+        "the train-long reference: trained at L = 1024 with the base study's 2,048 tokens "
+        "per step, tested like it",
+    ),
+    "scale": Design(
+        StudyConfig(dim=256, n_layers=4, train_len=128, steps=3000, eval_multiples=(1, 2, 4, 8)),
+        ("none", "shaw", "t5", "alibi", "kerple", "fire"),
+        "one step up: 4 layers of width 256 trained at L = 128 on 4 times the text",
+    ),
+    "lr-low": Design(
+        StudyConfig(learning_rate=1e-3), ("t5", "rope", "alibi"), "the base study at 1e-3"
+    ),
+    "lr-high": Design(
+        StudyConfig(learning_rate=1e-2), ("t5", "rope", "alibi"), "the base study at 1e-2"
+    ),
+    "quick": Design(QUICK, STUDIED, "a small run for the chapter's live cell"),
+}
+
+
+def study_path(design: str, seed: int, root: Path = RESULTS) -> Path:
+    """The folder of one design's runs with one seed: results/study/<design>/seed<N>."""
+    validate_choice("design", design, tuple(DESIGNS))
+    return Path(root) / "study" / design / f"seed{validate_int('seed', seed, minimum=0)}"
+
+
+def run_seeds(
+    design: str,
+    seeds: tuple[int, ...],
+    positions: tuple[str, ...] | None = None,
+    *,
+    root: Path = RESULTS,
+    threads: int | None = None,
+    progress: bool = True,
+) -> dict[int, dict[str, dict[str, Any]]]:
+    """Run (or resume) a design for each seed, seed by seed; returns the records."""
+    chosen = DESIGNS[validate_choice("design", design, tuple(DESIGNS))]
+    config = chosen.config
+    if threads is not None:
+        config = dataclasses.replace(config, threads=validate_int("threads", threads, minimum=1))
+    methods = chosen.positions if positions is None else positions
+    return {
+        seed: run_study(
+            study_path(design, seed, root),
+            dataclasses.replace(config, seed=seed),
+            tuple(methods),
+            progress=progress,
+        )
+        for seed in seeds
+    }
+
+
 def _table(results: dict[str, dict[str, Any]]) -> str:
     lengths = list(next(iter(results.values()))["perplexity"])
-    lines = [f"{'method':<11}" + "".join(f"{'L=' + n:>11}" for n in lengths) + f"{'train s':>9}"]
+    lines = [f"{'method':<15}" + "".join(f"{'L=' + n:>9}" for n in lengths) + f"{'train s':>9}"]
     for position, record in results.items():
         cells = "".join(
-            f"{'cannot run' if v is None else f'{v:.3f}':>11}"
-            for v in record["perplexity"].values()
+            f"{'-' if v is None else f'{v:.3f}':>9}" for v in record["perplexity"].values()
         )
-        lines.append(f"{position:<11}{cells}{record['train_seconds']:>9.0f}")
-    for name, table in results.get("rope", {}).get("rope_scaling", {}).items():
-        cells = "".join(f"{table[n]:>11.3f}" if n in table else f"{'-':>11}" for n in lengths)
-        lines.append(f"  rope + {name}\n{'':<11}{cells}")
+        lines.append(f"{position:<15}{cells}{record['train_seconds']:>9.0f}")
     return "\n".join(lines)
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    """'0-4' -> (0, 1, 2, 3, 4); '0,2' -> (0, 2); '3' -> (3,)."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        try:
+            low, high = int(first), int(last or first)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"seeds must look like 0-4, 0,2 or 3, got {text!r}"
+            ) from None
+        if low < 0 or high < low:
+            raise argparse.ArgumentTypeError(f"seeds must be a rising range of ints >= 0: {text!r}")
+        seeds.extend(range(low, high + 1))
+    return tuple(dict.fromkeys(seeds))
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a small run, well under a minute")
-    parser.add_argument("--out", type=Path, default=None, help="folder for the JSON results")
-    parser.add_argument("--positions", nargs="+", choices=POSITIONS, default=list(STUDIED))
-    parser.add_argument(
-        "--seed", type=int, default=None, help="another seed (results go to <out>-seed<N>)"
-    )
+    parser.add_argument("--design", choices=tuple(DESIGNS), default="lm", help="which study")
+    parser.add_argument("--quick", action="store_true", help="same as --design quick")
+    parser.add_argument("--seeds", type=_seeds, default=(0,), help="e.g. 0-4 (default 0)")
+    parser.add_argument("--positions", nargs="+", choices=POSITIONS, default=None)
+    parser.add_argument("--root", type=Path, default=RESULTS, help="folder holding study/")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default 2)")
     args = parser.parse_args(argv)
-    config = QUICK if args.quick else StudyConfig()
-    out = args.out or Path("results") / ("extrapolation-quick" if args.quick else "extrapolation")
-    if args.seed is not None:
-        config = dataclasses.replace(config, seed=args.seed)
-        out = out.with_name(f"{out.name}-seed{args.seed}") if args.out is None else out
-    results = run_study(out, config, tuple(args.positions))
-    print(f"perplexity (characters) on validation text; trained at L={config.train_len}")
-    print(_table(results))
+    design = "quick" if args.quick else args.design
+    runs = run_seeds(
+        design,
+        args.seeds,
+        None if args.positions is None else tuple(args.positions),
+        root=args.root,
+        threads=args.threads,
+    )
+    for seed, results in runs.items():
+        print(f"{design}, seed {seed}: perplexity (characters) on validation text")
+        print(_table(results))
     return 0
 
 

@@ -20,6 +20,7 @@ def test_the_registry_holds_the_book_methods_in_order():
     assert positions.names() == (
         "none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi",  # the committed study
         "kerple", "fire", "xpos", "p_rope", "cope",  # chapter 10
+        "randomized_rope", "irope",  # chapter 10's randomized positions, Llama 4's layer plan
     )
     assert model.POSITIONS == positions.names()
     assert results.STUDIED == positions.names()[:7]  # chapter 10's are registered, not studied
