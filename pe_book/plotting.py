@@ -18,6 +18,7 @@ __all__ = [
     "plot_alibi_slopes",
     "plot_bias_weights",
     "plot_decay",
+    "plot_pair_turning",
     "plot_rope_scaling",
     "plot_wavelengths",
     "use_book_style",
@@ -169,6 +170,45 @@ def plot_bias_weights(
     ax.set_ylabel("attention weight from the bias alone")
     ax.set_title(f"One ALiBi head, query at position {m}, equal content scores")
     ax.legend()
+
+
+def plot_pair_turning(
+    ax, pair, *, shift: int, starts, title: str, labelled=None
+) -> list[float]:
+    """Chapter 4's figure: one (sin mθ, cos mθ) pair of the encoding on the unit circle.
+
+    ``pair`` holds the pair at m = 0, 1, ... (rows; sin drawn horizontally, cos vertically,
+    so position 0 is at the top and the points turn clockwise). Each position is a dot,
+    labelled m if it is in ``labelled`` (default: every one); for each m in ``starts`` an arc just outside the circle runs from the
+    point of m to that of m + ``shift``. Returns each arc's angle in radians (clockwise
+    positive, in [0, 2π)), measured from the points drawn.
+    """
+    pair = _array(pair).astype(np.float64)
+    along = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(np.sin(along), np.cos(along), color="grey", lw=0.6)
+    ax.plot(pair[:, 0], pair[:, 1], "o", ms=4, color="C0", label="PE(m), one pair")
+    for m, (x, y) in enumerate(pair):
+        if labelled is not None and m not in labelled:
+            continue
+        ax.annotate(str(m), (x, y), xytext=(1.18 * x, 1.18 * y), ha="center", va="center",
+                    fontsize=7, textcoords="data")
+    angles = []
+    for k, m in enumerate(starts):
+        begin = np.arctan2(pair[m, 0], pair[m, 1])  # clockwise from the top
+        turn = float(np.mod(np.arctan2(pair[m + shift, 0], pair[m + shift, 1]) - begin,
+                            2 * np.pi))
+        angles.append(turn)
+        arc = begin + np.linspace(0, turn, 50)
+        radius = 1.35 + 0.08 * k
+        ax.plot(radius * np.sin(arc), radius * np.cos(arc), color="C3", lw=1.2,
+                label=f"m → m + {shift}" if k == 0 else None)
+        ax.annotate("", xy=(radius * np.sin(arc[-1]), radius * np.cos(arc[-1])),
+                    xytext=(radius * np.sin(arc[-3]), radius * np.cos(arc[-3])),
+                    arrowprops={"arrowstyle": "->", "color": "C3"})
+    ax.set_aspect("equal")
+    ax.set(xlim=(-1.7, 1.7), ylim=(-1.7, 1.7), xlabel="sin mθ", ylabel="cos mθ", title=title)
+    ax.legend(loc="lower left", fontsize=7)
+    return angles
 
 
 def _array(values) -> np.ndarray:
