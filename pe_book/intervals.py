@@ -145,7 +145,10 @@ def crossed_interval(
         n = seeds * segments
         # Var ȳ = σa²/S + σb²/G + σe²/(SG) with σa² = (MS_seed − MS_res)/G and
         # σb² = (MS_seg − MS_res)/S when positive (else 0): a sum Σ c·MS, each MS once
-        seed_on, segment_on = ms_seed > ms_residual, ms_segment > ms_residual
+        # (a relative 1e-9 keeps rounding from switching a component on: equal mean
+        # squares mean a zero component, and a shift of y must not change the interval)
+        above = ms_residual * (1 + 1e-9) + 1e-300
+        seed_on, segment_on = ms_seed > above, ms_segment > above
         terms = [
             ((1.0 - seed_on - segment_on) / n, ms_residual, (seeds - 1) * (segments - 1)),
             (seed_on / n, ms_seed, seeds - 1),

@@ -19,8 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
+from pe_book.intervals import (
+    EQUIVALENCE_NATS,
+    Comparison,
+    ContextEffect,
+    Interval,
+    compare,
+    context_effect,
+    crossed_interval,
+)
 from pe_book.model import POSITIONS
 
 __all__ = [
@@ -28,6 +38,7 @@ __all__ = [
     "RESULTS",
     "SCHEMA_VERSION",
     "STUDIED",
+    "Runs",
     "StudyResult",
     "cheapest_keeper",
     "degradation",
@@ -252,3 +263,175 @@ def load_study(seed: int = 0, folder: str | Path | None = None) -> dict[str, Stu
     if folder is None:
         records = {p: r for p, r in records.items() if p in STUDIED}
     return {position: StudyResult.from_record(r) for position, r in records.items()}
+
+
+# ---- the five-seed study (schema 2): results/study/<design>/seed<N>/<method>.json ----------
+
+
+def _design_folder(design: str, root: Path) -> Path:
+    return Path(root) / "study" / design
+
+
+@dataclass(frozen=True)
+class Runs:
+    """One design of the study: every stored run, by method and seed (chapter 11).
+
+    Built by :meth:`load`. Every measure is computed per validation segment and seed and
+    summarised by :func:`pe_book.intervals.crossed_interval`; a comparison between
+    methods pairs them on the same segments and the same seed numbers (the seed fixes
+    the data order, shared by all methods).
+    """
+
+    design: str
+    records: dict[str, dict[int, dict[str, Any]]]  # method -> seed -> record
+
+    @classmethod
+    def load(cls, design: str, root: str | Path = RESULTS) -> Runs:
+        """Every valid schema-2 record of ``design``; ValueError names a bad file."""
+        folder = _design_folder(design, root)
+        records: dict[str, dict[int, dict[str, Any]]] = {}
+        for seed_folder in sorted(folder.glob("seed*")):
+            seed = int(seed_folder.name.removeprefix("seed"))
+            for position in POSITIONS:
+                path = seed_folder / f"{position}.json"
+                if not path.is_file():
+                    continue
+                try:
+                    record = validate_result(json.loads(path.read_text(encoding="utf-8")))
+                except ValueError as error:
+                    raise ValueError(f"{path}: {error}") from error
+                if record["schema"] != SCHEMA_VERSION:
+                    raise ValueError(f"{path}: schema {record['schema']}, expected 2")
+                records.setdefault(position, {})[seed] = record
+        if not records:
+            raise FileNotFoundError(f"no runs of design {design!r} in {folder}")
+        return cls(design, {m: records[m] for m in POSITIONS if m in records})
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return tuple(self.records)
+
+    def seeds(self, *methods: str) -> tuple[int, ...]:
+        """The seeds every one of ``methods`` has (all of this design's methods if none)."""
+        chosen = methods or self.methods
+        common = set.intersection(*(set(self._runs(m)) for m in chosen))
+        return tuple(sorted(common))
+
+    def _runs(self, method: str) -> dict[int, dict[str, Any]]:
+        if method not in self.records:
+            raise KeyError(
+                f"method {method!r} has no runs in design {self.design!r}; it has {self.methods}"
+            )
+        return self.records[method]
+
+    def config(self, method: str) -> dict[str, Any]:
+        return next(iter(self._runs(method).values()))["config"]
+
+    @property
+    def unit(self) -> int:
+        """The capped context and the unit of the test lengths (the short training length)."""
+        config = next(iter(next(iter(self.records.values())).values()))["config"]
+        return int(config["eval_unit"] or config["train_len"])
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        record = next(iter(next(iter(self.records.values())).values()))
+        return tuple(int(n) for n in record["segment_loss"])
+
+    def runs_at(self, method: str, length: int) -> bool:
+        """Whether the method can run windows of ``length`` (a learned table cannot)."""
+        return all(r["segment_loss"][str(length)] is not None for r in self._runs(method).values())
+
+    def _stack(self, method: str, seeds: tuple[int, ...], pick: Any) -> np.ndarray:
+        return np.array([pick(self._runs(method)[seed]) for seed in seeds], dtype=np.float64)
+
+    def segment_losses(
+        self,
+        method: str,
+        length: int,
+        seeds: tuple[int, ...] | None = None,
+        scaling: str | None = None,
+    ) -> np.ndarray:
+        """(seeds, segments): each segment's mean loss read in windows of ``length``;
+        ``scaling`` names one of RoPE's inference-time scalings (its own windows)."""
+        seeds = self.seeds(method) if seeds is None else seeds
+
+        def pick(record: dict[str, Any]) -> list[float]:
+            if scaling is None or length <= self.unit:
+                values = record["segment_loss"][str(length)]
+            else:
+                values = record["rope_scaling_segment_loss"][scaling][str(length)]
+            if values is None:
+                raise ValueError(f"{method} cannot run windows of {length} tokens")
+            return values
+
+        return self._stack(method, seeds, pick)
+
+    def extra_context(self, method: str, seeds: tuple[int, ...] | None = None) -> np.ndarray:
+        """(seeds, segments): loss with the full context minus loss with the context capped
+        at the unit, on the same targets (every target past the first unit of each longest
+        window). Negative: the extra context helps."""
+        seeds = self.seeds(method) if seeds is None else seeds
+
+        def pick(record: dict[str, Any]) -> np.ndarray:
+            if record["full_by_bin"] is None:
+                raise ValueError(f"{method} cannot run the longest windows")
+            full = np.asarray(record["full_by_bin"])[:, 1:]  # bins past the first unit
+            return full.mean(1) - np.asarray(record["capped_by_bin"]).mean(1)
+
+        return self._stack(method, seeds, pick)
+
+    def full_context_loss(self, method: str, seeds: tuple[int, ...] | None = None) -> np.ndarray:
+        """(seeds, segments): loss with the full context on the targets past the first unit."""
+        seeds = self.seeds(method) if seeds is None else seeds
+        return self._stack(method, seeds, lambda r: np.asarray(r["full_by_bin"])[:, 1:].mean(1))
+
+    def loss(self, method: str, length: int, scaling: str | None = None) -> Interval:
+        """The mean loss (nats per character) in windows of ``length``, with its interval;
+        exp of it is the perplexity."""
+        return crossed_interval(self.segment_losses(method, length, scaling=scaling))
+
+    def window_effect(self, method: str, length: int, scaling: str | None = None) -> Interval:
+        """Loss in windows of ``length`` minus loss in windows of the unit, the same
+        characters (log of the perplexity ratio)."""
+        seeds = self.seeds(method)
+        longer = self.segment_losses(method, length, seeds, scaling=scaling)
+        return crossed_interval(longer - self.segment_losses(method, self.unit, seeds))
+
+    def extra_context_cost(self, method: str) -> Interval:
+        """The interval of :meth:`extra_context`'s mean: what the extra context costs."""
+        return crossed_interval(self.extra_context(method))
+
+    def context_effect(self, method: str, margin: float = EQUIVALENCE_NATS) -> ContextEffect:
+        """Uses it / keeps its quality / hurt by it / inconclusive (pe_book.intervals)."""
+        return context_effect(self.extra_context_cost(method), margin)
+
+    def difference(self, a: str, b: str, length: int, other: Runs | None = None) -> Interval:
+        """Loss of ``a`` minus loss of ``b`` in windows of ``length``, paired on segments
+        and seed numbers; ``b`` from ``other`` (another design) if given."""
+        other = self if other is None else other
+        seeds = tuple(sorted(set(self.seeds(a)) & set(other.seeds(b))))
+        if not seeds:
+            raise ValueError(f"{a} and {b} share no seed")
+        left = self.segment_losses(a, length, seeds)
+        return crossed_interval(left - other.segment_losses(b, length, seeds))
+
+    def compare(
+        self,
+        a: str,
+        b: str,
+        length: int,
+        margin: float = EQUIVALENCE_NATS,
+        other: Runs | None = None,
+    ) -> Comparison:
+        """Better / worse / practically equal / inconclusive: ``a`` against ``b``."""
+        return compare(self.difference(a, b, length, other), margin)
+
+    def gap_to(self, method: str, reference: Runs, reference_method: str) -> Interval:
+        """Full-context loss of ``method`` minus that of ``reference_method`` trained long,
+        on the same targets past the first unit: what training short leaves on the table."""
+        seeds = tuple(sorted(set(self.seeds(method)) & set(reference.seeds(reference_method))))
+        if not seeds:
+            raise ValueError(f"{method} and the reference {reference_method} share no seed")
+        mine = self.full_context_loss(method, seeds)
+        return crossed_interval(mine - reference.full_context_loss(reference_method, seeds))

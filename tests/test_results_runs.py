@@ -1,0 +1,75 @@
+"""pe_book.results.Runs: the five-seed study's records, read back into paired intervals."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pe_book import results, study
+from pe_book.intervals import crossed_interval
+from pe_book.study import StudyConfig
+
+TINY = StudyConfig(
+    train_len=8,
+    steps=3,
+    batch=2,
+    warmup=1,
+    dim=16,
+    n_heads=2,
+    eval_multiples=(1, 2, 4),
+    eval_segments=4,
+    sliding_stride=4,
+)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("study")
+    for seed in (0, 1):
+        config = dataclasses.replace(TINY, seed=seed)
+        study.run_study(
+            root / "study" / "tiny" / f"seed{seed}",
+            config,
+            ("learned", "alibi", "rope"),
+            progress=False,
+        )
+    return results.Runs.load("tiny", root)
+
+
+def test_runs_know_their_methods_seeds_and_lengths(runs):
+    assert runs.methods == ("learned", "rope", "alibi")  # the book's order
+    assert runs.seeds() == (0, 1) and runs.unit == 8 and runs.lengths == (8, 16, 32)
+    assert runs.runs_at("alibi", 32) and not runs.runs_at("learned", 16)
+
+
+def test_the_stored_segments_give_back_the_stored_perplexity(runs):
+    for seed, record in runs.records["alibi"].items():
+        losses = runs.segment_losses("alibi", 32, (seed,))
+        assert np.exp(losses.mean()) == pytest.approx(record["perplexity"]["32"], rel=1e-5)
+
+
+def test_extra_context_is_full_minus_capped_on_the_same_targets(runs):
+    record = runs.records["rope"][0]
+    full = np.asarray(record["full_by_bin"])[:, 1:].mean(1)
+    capped = np.asarray(record["capped_by_bin"]).mean(1)
+    assert np.allclose(runs.extra_context("rope", (0,))[0], full - capped)
+    mean = (
+        record["same_targets"]["full_context_loss"] - record["same_targets"]["capped_context_loss"]
+    )
+    assert runs.extra_context("rope", (0,)).mean() == pytest.approx(mean, abs=1e-5)
+
+
+def test_a_comparison_is_paired_and_antisymmetric(runs):
+    ab, ba = runs.difference("rope", "alibi", 8), runs.difference("alibi", "rope", 8)
+    assert ab.mean == pytest.approx(-ba.mean) and ab.half_width == pytest.approx(ba.half_width)
+    paired = runs.segment_losses("rope", 8) - runs.segment_losses("alibi", 8)
+    assert ab == crossed_interval(paired)
+
+
+def test_a_method_that_cannot_run_is_an_error_not_a_number(runs):
+    with pytest.raises(ValueError, match="cannot run"):
+        runs.loss("learned", 32)
+    with pytest.raises(KeyError, match="has no runs"):
+        runs.loss("t5", 8)
+    with pytest.raises(FileNotFoundError):
+        results.Runs.load("no-such-design", runs.records and "/nonexistent")
