@@ -73,3 +73,27 @@ def test_a_method_that_cannot_run_is_an_error_not_a_number(runs):
         runs.loss("t5", 8)
     with pytest.raises(FileNotFoundError):
         results.Runs.load("no-such-design", runs.records and "/nonexistent")
+
+
+def test_the_report_prints_every_method_and_one_verdict_each(runs):
+    from pe_book import report
+
+    table = report.context_table(runs)
+    assert "cannot run windows of 32: learned" in table
+    for method in ("rope", "alibi"):
+        assert method in table and method in report.perplexity_table(runs)
+    found = report.effects(runs)
+    assert set(found) == {"rope", "alibi"}
+    sentence = report.summary_sentence(runs)
+    assert sentence.startswith("Past the training length (2 seeds")
+    assert all(method in sentence for method in found)
+    assert report.method_list(["a", "b", "c"]) == "a, b and c"
+
+
+def test_a_wider_margin_never_makes_a_verdict_harsher(runs):
+    from pe_book import report
+    from pe_book.intervals import ContextEffect
+
+    harsh = {ContextEffect.HURTS: 2, ContextEffect.UNDECIDED: 1}
+    narrow, wide = report.effects(runs, 0.001), report.effects(runs, 1.0)
+    assert all(harsh.get(wide[m], 0) <= harsh.get(narrow[m], 0) for m in narrow)
