@@ -4,30 +4,41 @@ One registry, stored as data in ``pe_book/data/claims.toml``: each claim has an
 id, the source file it comes from, the claim in the book's own words, the
 chapter that decides it, the *kind* of its evidence, a verdict and a reason.
 
-Kinds of evidence (:class:`Kind`), shown and counted apart:
+Kinds of evidence (:class:`Kind`), shown in their own column and counted apart:
 
 - **measured**: the verdict comes from a computation whose outcome the code that
   makes it does not fix (a measurement of pe_book's code or of the study's
-  results, a SymPy identity that could come out false, a counterexample search).
-  Each has an evidence function in this package (``pe_book.claims.<topic>``),
-  registered with :func:`evidence`, that takes the implementation or data it
-  examines as arguments; ``tests/test_claims_mutation.py`` runs it on
-  counterfactuals (a wrong implementation, swapped results, a broken mask) and
-  shows that the verdict changes.
+  results, a counterexample search). Each has an evidence function in this
+  package (``pe_book.claims.<topic>``), registered with :func:`evidence`, that
+  takes the implementation or data it examines as arguments;
+  ``tests/test_claims_mutation.py`` runs it on counterfactuals (a wrong
+  implementation, swapped results, a broken mask) and shows that the verdict
+  changes.
+- **proved**: the verdict rests on a SymPy proof that the evidence function runs
+  (an identity simplified to zero, tied to pe_book's code), for symbols rather
+  than sample numbers. The proof takes what it proves as an argument, so it can
+  fail: it is mutation-tested like a measurement.
 - **by definition**: true by construction or by definition (a parameter count of
   a table whose size is its definition). The evidence function shows the
-  numbers, but they could not come out otherwise, so the claim is never
-  counted as *holds*.
+  numbers, but they could not come out otherwise.
 - **quoted**: the verdict rests on a fact quoted from a paper (``papers.toml``),
   not re-measured here.
+- **unverifiable**: the evidence cannot be obtained (the source refers to a list
+  or a figure that our copy of it has lost); the verdict is *cannot be checked*.
+
+Only *measured* and *proved* verdicts are findings (:attr:`Kind.is_finding`);
+the other three kinds are counted apart.
 
 A chapter decides a claim with :func:`check`: it runs the registered evidence,
 prints what was found, and asserts that the verdict equals the registry's.
-Text, registry and evidence therefore cannot drift apart; chapter 13 renders
-the whole registry and counts the verdicts by kind.
+Text, registry and evidence therefore cannot drift apart; the review chapter
+renders the whole registry and counts the verdicts by kind.
 
-Verdicts: *holds*; *holds with a caveat* (true in the setting the source has in
-mind, false or incomplete outside it); *does not hold*.
+Verdicts (:class:`Verdict`), one vocabulary for every kind: *holds*; *holds with
+a caveat* (true in the setting the source has in mind, false or incomplete
+outside it, or true for a reason other than the one the source gives); *does
+not hold* (also when the claim's own example fails); *cannot be checked* (only
+for kind *unverifiable*).
 """
 
 from __future__ import annotations
@@ -89,12 +100,34 @@ class Verdict(enum.StrEnum):
     HOLDS = "holds"
     CAVEAT = "holds with a caveat"
     FAILS = "does not hold"
+    UNCHECKABLE = "cannot be checked"
 
 
 class Kind(enum.StrEnum):
     MEASURED = "measured"
+    PROVED = "proved"
     DEFINITION = "by definition"
     QUOTED = "quoted"
+    UNVERIFIABLE = "unverifiable"
+
+    @property
+    def is_finding(self) -> bool:
+        """Whether a verdict of this kind is a finding of the book (its evidence could fail)."""
+        return self in (Kind.MEASURED, Kind.PROVED)
+
+    @property
+    def meaning(self) -> str:
+        """What a verdict of this kind rests on, in a few words (printed by :func:`check`)."""
+        return _KIND_MEANINGS[self]
+
+
+_KIND_MEANINGS = {
+    Kind.MEASURED: "a computation that could have come out the other way",
+    Kind.PROVED: "a SymPy proof run here, which fails on a wrong input",
+    Kind.DEFINITION: "true by construction, not counted as a finding",
+    Kind.QUOTED: "a paper's published numbers, not re-measured; not counted as a finding",
+    Kind.UNVERIFIABLE: "the evidence cannot be obtained; not counted as a finding",
+}
 
 
 @dataclass(frozen=True)
@@ -108,41 +141,45 @@ class Claim:
     verdict: Verdict
     reason: str
 
-    @property
-    def label(self) -> str:
-        """The verdict as the book shows it: a *holds* that could not have failed says so."""
-        if self.kind is Kind.DEFINITION:
-            return "true by definition" + (
-                ", with a caveat" if self.verdict is Verdict.CAVEAT else ""
-            )
-        if self.kind is Kind.QUOTED:
-            return f"{self.verdict} (quoted)"
-        return str(self.verdict)
-
 
 @dataclass(frozen=True)
 class Finding:
     """What one run of a claim's evidence found.
 
-    ``holds``: does the claim hold in the setting the source has in mind?
-    ``caveat``: a setting the evidence found where it fails, or a condition it
-    needs, in a few words; None if there is none. ``shown``: the lines
-    :func:`check` prints, with the numbers the evidence measured (deterministic:
-    no timings, no rounding noise).
+    ``holds``: does the claim hold in the setting the source has in mind? None
+    only when the evidence cannot be obtained, and then ``missing`` says what is
+    missing (the verdict is *cannot be checked*). ``caveat``: a setting the
+    evidence found where it fails, or a condition it needs, in a few words; None
+    if there is none. ``shown``: the lines :func:`check` prints, with what was
+    measured and the margin (deterministic: no timings, no rounding noise).
     """
 
-    holds: bool
+    holds: bool | None
     caveat: str | None = None
     shown: tuple[str, ...] = ()
+    missing: str | None = None
 
     def __post_init__(self) -> None:
+        if self.holds is None:
+            if not isinstance(self.missing, str) or not self.missing:
+                raise TypeError(
+                    "holds must be a bool computed from the evidence"
+                    " (None only with `missing` saying what evidence cannot be obtained)"
+                )
+            if self.caveat is not None:
+                raise TypeError("a claim that cannot be checked has no caveat")
+            return
         if not isinstance(self.holds, bool):
             raise TypeError(f"holds must be a bool computed from the evidence, got {self.holds!r}")
+        if self.missing is not None:
+            raise TypeError("`missing` is only for evidence that cannot be obtained (holds=None)")
         if self.caveat is not None and not isinstance(self.caveat, str):
             raise TypeError(f"caveat must be a str or None, got {self.caveat!r}")
 
     @property
     def verdict(self) -> Verdict:
+        if self.holds is None:
+            return Verdict.UNCHECKABLE
         return judge(holds=self.holds, caveat=self.caveat)
 
 
@@ -166,6 +203,12 @@ def registry() -> dict[str, Claim]:
             )
         if kind is Kind.DEFINITION and verdict is Verdict.FAILS:
             raise ValueError(f"claims.toml: claim {claim.id!r} cannot fail by definition")
+        if (kind is Kind.UNVERIFIABLE) != (verdict is Verdict.UNCHECKABLE):
+            raise ValueError(
+                f"claims.toml: claim {claim.id!r}: the verdict '{Verdict.UNCHECKABLE}' goes"
+                f" with the kind '{Kind.UNVERIFIABLE}' and only with it"
+                f" (got kind '{kind}', verdict '{verdict}')"
+            )
         claims[claim.id] = claim
     return claims
 
@@ -241,11 +284,31 @@ def run(claim_id: str, **inputs: object) -> Finding:
 def _report(claim: Claim, finding: Finding) -> None:
     print(
         textwrap.fill(
-            f"[{claim.id}] {claim.label}: evidence and registry agree", 78, subsequent_indent="    "
+            f"[{claim.id}] {claim.verdict}: evidence and registry agree",
+            78,
+            subsequent_indent="    ",
         )
     )
+    if claim.kind is not Kind.MEASURED:  # measured is the default; the others say so
+        print(
+            textwrap.fill(
+                f"kind: {claim.kind} ({claim.kind.meaning})",
+                78,
+                initial_indent="    ",
+                subsequent_indent="      ",
+            )
+        )
     for line in finding.shown:
         print(textwrap.fill(line, 78, initial_indent="    ", subsequent_indent="      "))
+    if finding.missing:
+        print(
+            textwrap.fill(
+                finding.missing,
+                78,
+                initial_indent="    not available: ",
+                subsequent_indent="      ",
+            )
+        )
     if finding.caveat:
         print(
             textwrap.fill(
@@ -275,7 +338,7 @@ def check(claim_id: str, **inputs: object) -> Finding:
 
 
 def counts(selected: Iterable[Claim] | None = None) -> Counter[tuple[Kind, Verdict]]:
-    """How many claims have each (kind, verdict): *measured* holds are counted apart."""
+    """How many claims have each (kind, verdict), so that each kind is counted apart."""
     chosen = registry().values() if selected is None else selected
     return Counter((c.kind, c.verdict) for c in chosen)
 
@@ -283,15 +346,17 @@ def counts(selected: Iterable[Claim] | None = None) -> Counter[tuple[Kind, Verdi
 def markdown_table(selected: list[Claim], *, where: bool = False) -> str:
     """The claims as a Markdown table (id, source, claim, verdict, evidence, reason).
 
-    ``where=True`` adds a column naming the chapter and section whose cells decide
-    each claim (chapter 13 collects claims from every chapter).
+    The verdict column holds one of the four verdicts only; the kind of evidence
+    has its own column. ``where=True`` adds a column naming the chapter and section
+    whose cells decide each claim (the review chapter collects claims from every
+    chapter).
     """
     header = "| claim | source | what it says | verdict | evidence | why |"
     if where:
         header += " decided in |"
     rows = [header, "|" + " --- |" * header.count(" |")]
     for c in selected:
-        cells = [f"`{c.id}`", f"`{c.source}`", c.claim, f"**{c.label}**", str(c.kind), c.reason]
+        cells = [f"`{c.id}`", f"`{c.source}`", c.claim, f"**{c.verdict}**", str(c.kind), c.reason]
         if where:
             cells.append(f"chapter {int(c.chapter)}, {c.section}")
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")

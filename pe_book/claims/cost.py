@@ -42,19 +42,32 @@ def t5_costly(rows: Sequence[CostRow] | None = None) -> Finding:
 
 
 @evidence("004-quadratic-cost")
-def quadratic_cost(rows: Sequence[CostRow] | None = None) -> Finding:
-    """Some method's time grows about as L² with memory as L²; NoPE's grows far slower."""
+def quadratic_cost(rows: Sequence[CostRow] | None = None, width: int = 128) -> Finding:
+    """Is there an L² part in a step's time, and does it dominate at the lengths measured?
+
+    Per token and layer the model does about 12 d² multiply-adds outside attention
+    and about L·d inside it (d = ``width``; chapter 12). NoPE's measured time
+    exponent between L = 256 and 1024 is compared with what these counts predict;
+    a measured growth faster than linear and matching them is the L² part at work.
+    """
     rows = rows or committed_rows()
     exponents = time_exponents(rows)
+    work = {n: n * (12 * width**2 + n * width) for n in (256, 1024)}
+    predicted = scaling_exponent(work[256], 256, work[1024], 1024)
+    measured = exponents["none"]
+    crossover = 12 * width  # the L at which attention's L·d equals the other 12 d²
     short, long = _at(rows, 256), _at(rows, 1024)
     growth = {p: long[p].largest_alloc_mib / short[p].largest_alloc_mib for p in long}
-    quadratic = [p for p in exponents if exponents[p] > 1.8 and growth[p] >= 15]
+    tensors = [p for p in exponents if growth[p] >= 15]  # an L × L allocation: 16-fold
     return Finding(
-        holds=bool(quadratic),
-        caveat="NoPE's step time grows much slower than L²" if exponents["none"] < 1.5 else None,
+        holds=measured > 1.1 and abs(measured - predicted) < 0.1,
+        caveat=f"far slower than L² below L ≈ {crossover:,}" if measured < 1.8 else None,
         shown=(
             "time ∝ L^p between L = 256 and 1024: "
             + ", ".join(f"{p} {e:.2f}" for p, e in exponents.items()),
-            "about L² in time with an L × L allocation: " + (", ".join(quadratic) or "none"),
+            f"NoPE measured p = {measured:.2f}; the operation counts predict {predicted:.2f}"
+            f" (pure L²: 2); attention's share passes the rest at L ≈ {crossover:,} (d = {width})",
+            "largest allocation 16-fold for 4 times L (an L × L tensor per batch): "
+            + (", ".join(tensors) or "none"),
         ),
     )

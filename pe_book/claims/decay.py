@@ -74,7 +74,8 @@ def oscillatory_integral(
     grid = torch.tensor([1.0, 10, 100, 1000, 5000, 20000])
     worst = float((integral(grid) - decay.integral_by_quadrature(grid)).abs().max())
     wide = torch.logspace(-2, 7, 400, dtype=torch.float64)  # 0.01 to 1000 b
-    bounded = bool((integral(wide).abs() <= (1 + 1e4) / (wide * math.log(1e4))).all())
+    of_bound = float((integral(wide).abs() / ((1 + 1e4) / (wide * math.log(1e4)))).max())
+    bounded = of_bound <= 1
     far = torch.arange(10**6, 2 * 10**6, 97)
     rms = float(profile(far, 64).pow(2).mean().sqrt())
     slow = float(integral(torch.tensor([1000.0]))[0]) > 0.15  # the log law, r ≪ b
@@ -84,8 +85,10 @@ def oscillatory_integral(
         if rms > 0.05 and slow
         else None,
         shown=(
-            f"ρ∞ agrees with quadrature to 1e-12: {worst < 1e-12}; |ρ∞(r)| <= (1 + b)/(r ln b)"
-            f" for r from 0.01 to 10^7: {bounded}",
+            "ρ∞ minus quadrature at r = 1 to 20,000: "
+            + ("< 1e-12" if worst < 1e-12 else f"up to {worst:.2g}")
+            + f"; largest |ρ∞(r)| as a share of the bound (1 + b)/(r ln b), r from 0.01 to 10^7:"
+            f" {of_bound:.4f}",
             f"d = 64, r from 10^6 to 2·10^6: RMS of ρ_d = {rms:.3f} (1/√d = {64**-0.5:.3f})",
         ),
     )

@@ -52,43 +52,67 @@ def wavelength_range(table: Table = paper_table, layout: str = "interleaved") ->
     """Wavelengths measured from the table: one per pair, geometric, from 2π to ~10000·2π."""
     dim = 512
     steps = measured_steps(table, 4, dim, layout)  # rows 0-3 of a d = 512 table
-    consistent = bool((steps.max(0).values - steps.min(0).values).max() < 1e-9)
+    spread = float((steps.max(0).values - steps.min(0).values).max())
     lam = 2 * math.pi / steps[0]
     ratios = lam[1:] / lam[:-1]
-    geometric = bool((ratios.max() - ratios.min()) / ratios.mean() < 1e-9)
-    starts = abs(float(lam[0]) - 2 * math.pi) < 1e-9
+    ratio_spread = float((ratios.max() - ratios.min()) / ratios.mean())
+    shortest = float(lam[0])
     top = float(lam[-1]) / (10000 * 2 * math.pi)
+    consistent, geometric = spread < 1e-9, ratio_spread < 1e-9
+    starts = abs(shortest - 2 * math.pi) < 1e-9
+
+    def within(value: float) -> str:
+        return "< 1e-9" if value < 1e-9 else f"{value:.2g}"
+
     return Finding(
         holds=consistent and geometric and starts and 0.5 < top < 1.01,
         caveat=None if top > 0.99 else "the longest is 2π·b^(1−2/d)",
         shown=(
-            f"d = {dim}, measured from the table: one step per pair: {consistent};"
-            f" geometric: {geometric}; shortest 2π: {starts};"
+            f"d = {dim}, measured from the table's rows 0-3: each pair's step varies by"
+            f" {within(spread)} rad between rows; neighbouring wavelengths' ratio"
+            f" {float(ratios.mean()):.6f}, varying by {within(ratio_spread)} (relative);"
+            f" shortest {shortest:.6f} (2π = {2 * math.pi:.6f});"
             f" longest / (10000·2π) = {top:.4f}",
         ),
     )
 
 
+#: The windows (numbers of positions) over which chapter 3 sorts pairs into fast and slow.
+WINDOWS = (64, 512, 4096, 65_536)
+
+
 @evidence("001-low-dims-fast-high-dims-slow")
 def low_fast_high_slow(table: Table = paper_table, layout: str = "interleaved") -> Finding:
-    """Over a 512-position window: which pairs turn fully (local) and which do not (global)."""
-    dim, seq_len = 512, 512
-    steps = measured_steps(table, seq_len, dim, layout)  # (L-1, d/2)
-    turned = steps.sum(0)  # total angle each pair turns across the window
-    wraps = (turned >= 2 * math.pi).tolist()
-    fast = sum(wraps)
-    prefix = 0 < fast < dim // 2 and wraps == [True] * fast + [False] * (dim // 2 - fast)
-    sin, cos = _pairs(table, seq_len, dim, layout)
-    neighbour = torch.hypot(sin.diff(dim=0), cos.diff(dim=0)).mean(0)  # (d/2,)
+    """Which pairs turn at least once (local) and which less than once (global), per window.
+
+    The step of each pair is read off the table (rows 0-1); over a window of W
+    positions pair i turns (W − 1)·step_i. "Global" needs a pair that turns less
+    than once; "low dimensions fast" needs the fast pairs to be the first ones.
+    """
+    dim = 512
+    step = measured_steps(table, 2, dim, layout)[0]  # (d/2,): radians per position
+    fast, prefix = {}, True
+    for window in WINDOWS:
+        wraps = ((window - 1) * step >= 2 * math.pi).tolist()
+        fast[window] = sum(wraps)
+        prefix &= wraps == [True] * fast[window] + [False] * (dim // 2 - fast[window])
+    local_and_global = [w for w in WINDOWS if 0 < fast[w] < dim // 2]
+    longest = 2 * math.pi / float(step.min())
+    sin, cos = _pairs(table, 2, dim, layout)
+    neighbour = torch.hypot(sin[1] - sin[0], cos[1] - cos[0])  # (d/2,)
     return Finding(
-        holds=bool(prefix),
+        holds=bool(prefix) and bool(local_and_global),
+        caveat=None
+        if len(local_and_global) == len(WINDOWS)
+        else "past the longest wavelength every pair turns: none is global alone",
         shown=(
-            f"window of {seq_len} positions, d = {dim}: pairs 0-{fast - 1} turn at least once"
-            " (each point recurs: they resolve small differences, not where in the window);"
-            f" pairs {fast}-{dim // 2 - 1} turn less than once (their angle fixes the position"
-            f" in the window); the fast pairs form a prefix: {prefix}",
-            f"mean step between neighbours: pair 0 {float(neighbour[0]):.3f},"
-            f" pair {dim // 2 - 1} {float(neighbour[-1]):.1e}",
+            f"d = {dim}, pairs (of {dim // 2}) that turn at least once across a window of W"
+            " positions (the rest turn less than once, so their angle fixes the position in"
+            " the window): "
+            + ", ".join(f"W = {w:,}: {fast[w]}" for w in WINDOWS)
+            + f"; the fast pairs are the first ones in every window: {prefix}",
+            f"longest wavelength {longest:,.0f} positions; step between neighbours:"
+            f" pair 0 {float(neighbour[0]):.3f}, pair {dim // 2 - 1} {float(neighbour[-1]):.1e}",
         ),
     )
 
@@ -104,36 +128,98 @@ def _distinct_in_bfloat16(count: int, dim: int) -> int:
     return torch.unique(rows, dim=0).shape[0]
 
 
-def _apart(distances: Distances | None, dim: int) -> Finding:
-    """No two of the first 100,000 positions closer than neighbours; 16-bit angles merge them."""
+def _apart(distances: Distances | None, dim: int) -> tuple[int, float, int]:
+    """Closest offset and its distance among the first 100,000 positions; bfloat16's count."""
     count = 100_000
     distances = distances or (lambda offsets: sinusoidal.offset_distances(offsets, dim))
     closest, value = _closest_offset(distances, count)
-    distinct = _distinct_in_bfloat16(count, dim)
+    return closest, value, _distinct_in_bfloat16(count, dim)
+
+
+@evidence("001-tens-of-thousands")
+def tens_of_thousands(distances: Distances | None = None) -> Finding:
+    """Positions 0-99,999 stay apart (d = 512); also with b = 100, whose longest is 617."""
+    dim = 512
+    closest, value, distinct = _apart(distances, dim)
+    small_base = 100.0
+    small_closest, small_value = _closest_offset(
+        lambda offsets: sinusoidal.offset_distances(offsets, dim, small_base), 100_000
+    )
+    small_longest = float(sinusoidal.wavelengths(dim, small_base)[-1])
+    caveats = []
+    if small_closest == 1:
+        caveats.append(
+            f"b = {small_base:g} (longest {small_longest:.0f}) keeps them apart too:"
+            " the longest wavelength is not what does it"
+        )
+    if distinct < 100_000:
+        caveats.append("16-bit angles merge positions")
     return Finding(
         holds=closest == 1,
-        caveat="16-bit angles merge positions" if distinct < count else None,
+        caveat="; ".join(caveats) or None,
         shown=(
-            f"d = {dim}, positions 0-99,999: closest pair r = {closest} (D = {value:.3f});"
+            f"d = {dim}, positions 0-99,999: closest pair r = {closest} apart (D = {value:.3f});"
+            f" with b = {small_base:g} (longest wavelength {small_longest:.0f} positions):"
+            f" closest pair r = {small_closest} apart (D = {small_value:.3f})",
+            f"angles computed in bfloat16: {distinct:,} distinct rows of 100,000",
+        ),
+    )
+
+
+@evidence("004-unique-representation")
+def unique_representation(distances: Distances | None = None) -> Finding:
+    closest, value, distinct = _apart(distances, 128)
+    return Finding(
+        holds=closest == 1,
+        caveat="16-bit angles merge positions" if distinct < 100_000 else None,
+        shown=(
+            f"d = 128, positions 0-99,999: closest pair r = {closest} apart (D = {value:.3f});"
             f" angles computed in bfloat16: {distinct:,} distinct rows",
         ),
     )
 
 
-@evidence("001-tens-of-thousands")
-def tens_of_thousands(distances: Distances | None = None) -> Finding:
-    return _apart(distances, 512)
+#: (seq_len, dim, base) -> the paper's table with that base.
+BaseTable = Callable[[int, int, float], torch.Tensor]
 
 
-@evidence("004-unique-representation")
-def unique_representation(distances: Distances | None = None) -> Finding:
-    return _apart(distances, 128)
+def based_table(seq_len: int, dim: int, base: float) -> torch.Tensor:
+    return sinusoidal.sinusoidal_table(seq_len, dim, base, dtype=torch.float64)
 
 
 @evidence("001-base-margin")
-def base_margin(distances: Distances | None = None) -> Finding:
-    finding = _apart(distances, 512)
-    return Finding(holds=finding.holds, shown=finding.shown)  # the margin, not the dtype
+def base_margin(table: BaseTable = based_table) -> Finding:
+    """How far the slowest pair turns over a few thousand positions, for b = 100 to 10,000.
+
+    Within half a turn, the slowest pair's chord distance grows with the offset
+    over the whole sequence: it alone orders every pair of positions, with room to
+    spare when it turns much less. Measured from each table's rows 0-1 (d = 512,
+    4,096 positions, the longest of the paper's "hundreds to a few thousand").
+    """
+    dim, seq_len, bases = 512, 4096, (100.0, 1000.0, 10000.0)
+    turns, distinct = {}, {}
+    for base in bases:
+        step = measured_steps(lambda n, d, b=base: table(n, d, b), 2, dim)[0, -1]
+        turns[base] = float(step) * (seq_len - 1) / (2 * math.pi)
+        rows = exhibits.low_precision_table(seq_len, dim, base, dtype=torch.bfloat16)
+        distinct[base] = torch.unique(rows.float(), dim=0).shape[0]
+    same = len(set(distinct.values())) == 1
+    return Finding(
+        holds=turns[10000.0] < 0.5,
+        caveat="16-bit angles merge positions whatever the base"
+        if distinct[10000.0] < seq_len
+        else None,
+        shown=(
+            f"d = {dim}, {seq_len:,} positions: turns of the slowest pair "
+            + ", ".join(f"b = {b:,.0f}: {turns[b]:.3g}" for b in bases)
+            + f" (within half a turn: it orders every pair; b = 10,000 uses"
+            f" {turns[10000.0] / 0.5:.0%} of that)",
+            "angles computed in bfloat16: distinct rows "
+            + ", ".join(f"b = {b:,.0f}: {distinct[b]:,}" for b in bases)
+            + f" of {seq_len:,}"
+            + (" (the same for every base)" if same else ""),
+        ),
+    )
 
 
 @evidence("001-table3")
@@ -162,15 +248,31 @@ def _departures(table: np.ndarray | torch.Tensor) -> list[str]:
 def question_code(table: Table = exhibits.question_table) -> Finding:
     """The question's table, audited against the paper's formula (10 positions, d = 100)."""
     problems = _departures(table(10, 100))
-    return Finding(holds=not problems, shown=(f"departures from the paper: {len(problems)}",))
+    return Finding(
+        holds=not problems,
+        shown=(
+            f"10 positions, d = 100: {len(problems)} departures from the paper: "
+            + "; ".join(" ".join(p.split()) for p in problems),
+        ),
+    )
 
 
 @evidence("003-answer1-code")
 def answer1_code(table: Table = exhibits.answer1_table) -> Finding:
     """Answer 1's rows 1-9 against the paper's (row 0 is its deliberate padding row)."""
-    rows = torch.as_tensor(table(10, 100), dtype=torch.float64)[1:]
-    same = bool(torch.allclose(rows, paper_table(10, 100)[1:]))
-    return Finding(holds=same, shown=(f"rows 1-9 equal the paper's: {same}",))
+    full = table(10, 100)
+    rows = torch.as_tensor(full, dtype=torch.float64)[1:]
+    difference = float((rows - paper_table(10, 100)[1:]).abs().max())
+    problems = [  # row 0 is its padding row; the entries' difference is printed first
+        p for p in _departures(full) if not p.startswith(("row 0", "entries differ"))
+    ]
+    return Finding(
+        holds=difference < 1e-8,
+        shown=(
+            f"rows 1-9 (d = 100) differ from the paper's by up to {difference:.3g}"
+            " (equal would be < 1e-8): " + "; ".join(" ".join(p.split()) for p in problems),
+        ),
+    )
 
 
 def paper_frequencies(dim: int) -> torch.Tensor:
@@ -181,26 +283,41 @@ def paper_frequencies(dim: int) -> torch.Tensor:
 def answer2_frequency_range(
     frequencies: Callable[[int], torch.Tensor] = paper_frequencies,
 ) -> Finding:
-    """Frequencies fall from 1 to a very small number; the exponent stops below 1 (d = 512)."""
+    """The range the answer states (exponent 0 to 2, θ down to 10^-8) against the table's."""
     theta = frequencies(512)
     exponent = -math.log(float(theta[-1])) / math.log(10000)  # the largest 2i/d
+    stated = 10000.0**-2  # where the answer's exponent 2 would take θ
     return Finding(
-        holds=float(theta[0]) == 1.0 and float(theta[-1]) < 1e-3,
-        caveat="the exponent stops below 1" if exponent < 1 else None,
+        holds=float(theta[0]) == 1.0 and abs(exponent - 2) < 0.05,
         shown=(
-            f"θ from {float(theta[0]):g} to {float(theta[-1]):.3e}; largest exponent"
-            f" 2i/d = {exponent:.4f}",
+            f"d = 512: θ falls from {float(theta[0]):g} to {float(theta[-1]):.3e};"
+            f" largest exponent 2i/d = {exponent:.4f}, not 2; the answer's θ would end at"
+            f" {stated:.0e}, {float(theta[-1]) / stated:,.0f} times below the smallest θ",
         ),
     )
 
 
 @evidence("003-answer2-high-dims-insensitive")
 def high_dims_insensitive(table: Table = paper_table, layout: str = "interleaved") -> Finding:
-    """Over positions 0-100 (d = 512), how far each pair moves from its position-0 point."""
-    sin, cos = _pairs(table, 101, 512, layout)
-    moved = torch.hypot(sin - sin[:1], cos - cos[:1]).max(0).values  # (d/2,)
-    slow, fast = float(moved[-8:].max()), float(moved[0])
+    """How far each pair moves from its position-0 point up to m = 100 and 1,000 (d = 512).
+
+    "Hardly": less than a tenth of the largest move a pair can make (2, the
+    diameter of its unit circle).
+    """
+    sin, cos = _pairs(table, 1001, 512, layout)
+    moved = {}
+    for last in (100, 1000):
+        part = slice(0, last + 1)
+        moved[last] = torch.hypot(sin[part] - sin[:1], cos[part] - cos[:1]).max(0).values
+    slow = {last: float(m[-8:].max()) for last, m in moved.items()}
+    still = {last: int((m < 0.2).sum()) for last, m in moved.items()}
     return Finding(
-        holds=slow < 0.02 and fast > 1.99,
-        shown=(f"largest move, m <= 100: pair 0 {fast:.4f}; last 8 pairs at most {slow:.4f}",),
+        holds=max(slow.values()) < 0.2 and float(moved[100][0]) > 1.99,
+        shown=(
+            f"largest move from position 0 (of at most 2): pair 0 {float(moved[100][0]):.4f}"
+            " by m = 100; the last 8 pairs at most "
+            + " and ".join(f"{slow[m]:.4f} by m = {m:,}" for m in slow),
+            "pairs that move less than 0.2 (of 256): "
+            + ", ".join(f"{still[m]} by m = {m:,}" for m in still),
+        ),
     )
