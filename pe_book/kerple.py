@@ -33,7 +33,7 @@ from pe_book._validate import (
 from pe_book.attention import query_start
 from pe_book.positions import ModelConfig, ScoreBiasMethod, register
 
-__all__ = ["KERNELS", "KerpleBias", "KerplePositions", "kerple_bias"]
+__all__ = ["KERNELS", "KerpleBias", "KerplePositions", "cpd_margin", "kerple_bias"]
 
 #: The two kernels of the paper, by the name ``kind`` takes.
 KERNELS = ("log", "power")
@@ -93,6 +93,32 @@ def kerple_bias(
     if kind == "log":
         return -r1 * torch.log1p(r2 * distance)  # (H, q_len, k_len)
     return -r1 * distance.pow(r2)  # (H, q_len, k_len); 0^r2 = 0 on the diagonal
+
+
+def cpd_margin(kernel: torch.Tensor) -> float:
+    """min aᵀ K a over unit vectors a with Σ a = 0: the smallest eigenvalue of K on the
+    zero-sum subspace. Chapter 10.
+
+    ``kernel`` is a symmetric (n, n) floating tensor, n >= 2 (K[m, n] = k(m, n) on n
+    positions). K is *conditionally positive definite* on these positions when the
+    margin is >= 0 (> 0: strictly), whatever K's own eigenvalues: a distance penalty
+    such as ALiBi's -s|m - n| has a zero diagonal, so K has trace 0 and a negative
+    eigenvalue, yet its margin is positive. Computed in float64 with an orthonormal
+    basis Q of {a : Σ a = 0} (QR of the differences e_j - e_last): eigvalsh(Qᵀ K Q).
+    """
+    validate_tensor("kernel", kernel, ndim=2, floating=True)
+    size = kernel.shape[0]
+    if kernel.shape != (size, size) or size < 2:
+        raise ValueError(f"kernel must be square with n >= 2, got shape {tuple(kernel.shape)}")
+    matrix = kernel.detach().to(torch.float64)
+    if not bool(torch.isfinite(matrix).all()):
+        raise ValueError("kernel must be finite")
+    if not torch.allclose(matrix, matrix.T, rtol=1e-10, atol=1e-12):
+        raise ValueError("kernel must be symmetric (k(m, n) = k(n, m))")
+    differences = torch.eye(size, dtype=torch.float64)[:, :-1]  # e_j ...
+    differences[-1] = -1.0  # ... minus e_last: n - 1 columns spanning Σ a = 0
+    basis, _ = torch.linalg.qr(differences)  # (n, n - 1), orthonormal
+    return float(torch.linalg.eigvalsh(basis.T @ matrix @ basis)[0])
 
 
 class KerpleBias(nn.Module):

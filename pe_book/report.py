@@ -9,14 +9,16 @@ Each function takes :class:`pe_book.results.Runs` (and the margin of
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
-from pe_book.intervals import EQUIVALENCE_NATS, ContextEffect, Interval
+from pe_book.intervals import EQUIVALENCE_NATS, ContextEffect, Interval, compare
 from pe_book.results import Runs
 
 __all__ = [
     "context_table",
     "effects",
+    "finding",
     "keepers",
     "method_list",
     "perplexity_table",
@@ -117,3 +119,32 @@ def summary_sentence(runs: Runs, margin: float = EQUIVALENCE_NATS) -> str:
         + "; ".join(parts)
         + "."
     )
+
+
+def finding(
+    runs: Runs, method: str, against: str | None = None, margin: float = EQUIVALENCE_NATS
+) -> str:
+    """What the study found for one method, as a sentence wrapped to 80 columns.
+
+    Its extra-context cost with the interval and the verdict (or that it cannot run the
+    longest windows); with ``against``, its loss at the training length minus that
+    method's, paired, with the comparison's verdict. A method with no runs yet says so.
+    """
+    if method not in runs.methods:
+        return f"{method}: no runs in the study's results yet."
+    seeds = len(runs.seeds(method))
+    top = max(runs.lengths)
+    text = f"{method} ({seeds} seed{'s' if seeds != 1 else ''}): "
+    if runs.runs_at(method, top):
+        cost = runs.extra_context_cost(method)
+        effect = runs.context_effect(method, margin)
+        text += f"extra-context cost {_cell(cost)} nats, {effect}"
+    else:
+        text += f"cannot run windows of {top}"
+    if against is not None and against in runs.methods:
+        difference = runs.difference(method, against, runs.unit)
+        text += (
+            f"; loss at the training length minus {against}'s: {_cell(difference)},"
+            f" {compare(difference, margin)}"
+        )
+    return textwrap.fill(text + ".", 80, subsequent_indent="  ")

@@ -56,6 +56,7 @@ __all__ = [
     "XPos",
     "XPosPositions",
     "apply_xpos",
+    "blockwise_causal_mask",
     "xpos_position_limit",
     "xpos_ratios",
     "xpos_scales",
@@ -167,6 +168,22 @@ def apply_xpos(
     rotated = apply_rope(work, positions, base=base, layout=layout)
     scale = xpos_scales(positions, dim, gamma, scale_base, role=role)
     return _scale_pairs(rotated, scale.to(work.dtype).to(x.device), layout).to(x.dtype)
+
+
+def blockwise_causal_mask(seq_len: int, block: int) -> torch.Tensor:
+    """xPos's blockwise causal attention at inference: bool (seq_len, seq_len). Chapter 10.
+
+    Sun et al. (2022, arXiv 2212.10554, "blockwise causal attention"): cut the sequence
+    into blocks of ``block`` positions; query m sees key n when n <= m and n lies in m's
+    block or the block before it, n >= (⌊m/block⌋ - 1)·block. So a query sees at most 2·block - 1
+    keys back (offsets up to 2·block - 1), however long the sequence; queries in the
+    first block see everything before them, as under :func:`pe_book.attention.causal_mask`.
+    """
+    seq_len = validate_int("seq_len", seq_len, minimum=1)
+    block = validate_int("block", block, minimum=1)
+    m = torch.arange(seq_len)[:, None]  # (L, 1)
+    n = torch.arange(seq_len)[None, :]  # (1, L)
+    return (n <= m) & (n >= (m // block - 1) * block)  # (L, L)
 
 
 class XPos(CachedTable):
