@@ -63,9 +63,13 @@ def heatmap(
     """Draw a labelled matrix with a colour bar on ``ax``; returns the image.
 
     ``values`` is anything NumPy can convert (a tensor is converted with .numpy());
-    ``xticklabels``/``yticklabels`` name the columns/rows (e.g. the tokens).
+    ``xticklabels``/``yticklabels`` name the columns/rows (e.g. the tokens). Entries are
+    drawn as blocks (``interpolation="nearest"``) unless ``interpolation`` says otherwise:
+    a matrix with more entries than the axes has pixels needs "antialiased", which
+    averages them instead of dropping most (and aliasing any fine stripes).
     """
-    image = ax.imshow(_array(values), aspect="auto", interpolation="nearest", **imshow_kwargs)
+    imshow_kwargs.setdefault("interpolation", "nearest")  # "antialiased" for a matrix
+    image = ax.imshow(_array(values), aspect="auto", **imshow_kwargs)  # wider than the axes
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
