@@ -11,9 +11,9 @@ cosine integral; it is evaluated with mpmath (already installed with SymPy), who
 
 RoFormer (Su et al., 2021, section 3.4.3) bounds a rotary score by Abel summation:
 with h_i = q_i conj(k_i) (pair i of q and k as complex numbers, h_{d/2} = 0) and
-S_j = Σ_{i<j} e^{i r θ_i},
+S_j = Σ_{i<j} e^{𝗂 r θ_i},
 
-    |Σ_i h_i e^{i r θ_i}| = |Σ_j S_{j+1}(h_{j+1} - h_j)|
+    |Σ_i h_i e^{𝗂 r θ_i}| = |Σ_j S_{j+1}(h_{j+1} - h_j)|
                          <= max_j |h_{j+1} - h_j| · Σ_{j=1}^{d/2} |S_j|,
 
 and plots the "relative upper bound" (1/(d/2)) Σ_{j=1}^{d/2} |S_j| (:func:`rope_decay_bound`).
@@ -142,7 +142,7 @@ def _gauss_legendre_8() -> tuple[list[float], list[float]]:
 
 
 def _partial_sums(r: torch.Tensor, dim: int, base: float) -> torch.Tensor:
-    """S_j = Σ_{i<j} e^{i r θ_i} for j = 1..d/2: complex128, shape (len(r), d/2)."""
+    """S_j = Σ_{i<j} e^{𝗂 r θ_i} for j = 1..d/2: complex128, shape (len(r), d/2)."""
     phases = r[:, None] * frequencies(dim, base)[None, :]  # (len(r), d/2)
     return torch.polar(torch.ones_like(phases), phases).cumsum(dim=-1)
 
@@ -164,7 +164,7 @@ def _pairs_as_complex(x: torch.Tensor, name: str) -> torch.Tensor:
 def rotated_scores(
     q: torch.Tensor, k: torch.Tensor, offsets: object, base: float = 10000.0
 ) -> torch.Tensor:
-    """Re Σ_i h_i e^{i r θ_i}, h_i = q_i conj(k_i): the dot product of q turned by r θ_i and k.
+    """Re Σ_i h_i e^{𝗂 r θ_i}, h_i = q_i conj(k_i): the dot product of q turned by r θ_i and k.
 
     For q at position m and k at n, rotating every pair i of each by its position
     times θ_i (RoPE, interleaved pairs, chapter 7) gives this with r = m - n.
@@ -174,7 +174,7 @@ def rotated_scores(
     r = _offsets(offsets)
     dim = 2 * h.shape[-1]
     phases = r[:, None] * frequencies(dim, base)[None, :]  # (len(r), d/2)
-    rotations = torch.polar(torch.ones_like(phases), phases)  # e^{i r θ_i}
+    rotations = torch.polar(torch.ones_like(phases), phases)  # e^{𝗂 r θ_i}
     return (h[..., None, :] * rotations).sum(-1).real
 
 

@@ -183,9 +183,10 @@ def plot_pair_turning(
 
     ``pair`` holds the pair at m = 0, 1, ... (rows; sin drawn horizontally, cos vertically,
     so position 0 is at the top and the points turn clockwise). Each position is a dot,
-    labelled m if it is in ``labelled`` (default: every one); for each m in ``starts`` an arc just outside the circle runs from the
-    point of m to that of m + ``shift``. Returns each arc's angle in radians (clockwise
-    positive, in [0, 2π)), measured from the points drawn.
+    labelled m if m is in ``labelled`` (default: every one); for each m in ``starts`` an
+    arc just outside the circle runs from the point of m to that of m + ``shift``.
+    Returns each arc's angle in radians (clockwise positive, in [0, 2π)), measured from
+    the points drawn.
     """
     pair = _array(pair).astype(np.float64)
     along = np.linspace(0, 2 * np.pi, 200)

@@ -7,7 +7,7 @@ Pair i of a query or key at position m is turned by the angle m θ_i, θ_i = b^(
 so q_m · k_n depends on m - n only. Two layouts decide which coordinates form pair i:
 
 - ``"interleaved"``: (2i, 2i+1), as in RoFormer and GPT-J; computed as a complex
-  multiply x_pair · e^{i m θ_i} on a complex view of x;
+  multiply x_pair · e^{𝗂 m θ_i} on a complex view of x;
 - ``"half"``: (i, i + d/2), as in GPT-NeoX and Hugging Face's Llama ``rotate_half``
   (Meta's reference Llama code is interleaved); computed
   by a fused C loop (:mod:`pe_book.rope_kernel`) for CPU float32/float64 inputs,
@@ -107,7 +107,7 @@ def _rotate(
     work = x if x.dtype in (torch.float32, torch.float64) else x.float()
     cos, sin = cos.to(work.dtype), sin.to(work.dtype)
     half = x.shape[-1] // 2
-    if layout == "interleaved":  # pairs (2i, 2i+1): multiply by e^{i m θ}
+    if layout == "interleaved":  # pairs (2i, 2i+1): multiply by e^{𝗂 m θ}
         if not _complex_viewable(work):  # e.g. a slice starting at an odd column
             work = work.contiguous()
         pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], half, 2))
