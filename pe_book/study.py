@@ -423,9 +423,11 @@ DESIGNS: dict[str, Design] = {
         "per step, tested like it",
     ),
     "scale": Design(
-        StudyConfig(dim=256, n_layers=4, train_len=128, steps=3000, eval_multiples=(1, 2, 4, 8)),
+        StudyConfig(dim=256, n_layers=4, train_len=128, batch=16, eval_multiples=(1, 2, 4, 8)),
         ("none", "shaw", "t5", "alibi", "kerple", "fire"),
-        "one step up: 4 layers of width 256 trained at L = 128 on 4 times the text",
+        "one step up: 4 layers of width 256 (3.2M parameters, 7.6 times the base) trained at "
+        "L = 128 with the base study's 2,048 characters per step and steps (a budget of about "
+        "20 minutes of one core per run; more text would cost proportionally more)",
     ),
     "lr-low": Design(
         StudyConfig(learning_rate=1e-3), ("t5", "rope", "alibi"), "the base study at 1e-3"
