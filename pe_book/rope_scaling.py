@@ -385,15 +385,21 @@ def interpolation_bound(
     """A bound on |a(s) - a_lin(s)| (:func:`interpolation_gap`), s1 = ⌊s⌋, s2 = s1 + 1. Chapter 8.
 
     "paper": Chen et al.'s Theorem 2.1 (2023, eq. 5), d max_i |h_i| (s - s1)(s2 - s) / (8 ln b).
+    "corrected": the theorem's form with the constant its proof supports,
+    max_i |h_i| (Σ_i θ_i²) (s - s1)(s2 - s) / 2, where Σ_i θ_i² = (1 - b^-2) / (1 - b^(-4/d))
+    and Σ_i θ_i² / 2 ≈ d / (8 ln b) + 1/4; it holds.
     "textbook": (Σ_i |h_i| θ_i²) (s - s1)(s2 - s) / 2, from |a''| <= Σ_i |h_i| θ_i²; it holds.
-    The paper's proof (Appendix A) bounds Σ_i θ_i² = (1 - b^-2) / (1 - b^(-4/d)) by d / (4 ln b)
-    with b^x <= 1 + x ln b for x < 0, which holds the other way round (e^y >= 1 + y): its
-    constant is too small; h_i = 1 at s = 1/2 exceeds it (section 8.3). Float64.
+    The paper's proof (Appendix A) bounds Σ_i θ_i² by d / (4 ln b) with b^x <= 1 + x ln b for
+    x < 0, which holds the other way round (e^y >= 1 + y): its constant is too small, by an
+    additive 1/4 (2.6 times at d = 16); h_i = 1 at s = 1/2 exceeds it (section 8.3). Float64.
     """
     h, s = _coefficients(coefficients), validate_real_vector("positions", positions)
     base = validate_base(base)
-    rule = validate_choice("rule", rule, ("paper", "textbook"))
+    rule = validate_choice("rule", rule, ("paper", "corrected", "textbook"))
     t = s - torch.floor(s)
     if rule == "paper":
         return 2 * h.shape[0] * h.abs().max() * t * (1 - t) / (8 * math.log(base))
-    return (h.abs() * frequencies(2 * h.shape[0], base) ** 2).sum() * t * (1 - t) / 2
+    squares = frequencies(2 * h.shape[0], base) ** 2  # θ_i²
+    if rule == "corrected":
+        return h.abs().max() * squares.sum() * t * (1 - t) / 2
+    return (h.abs() * squares).sum() * t * (1 - t) / 2
