@@ -169,7 +169,7 @@ class FireBias(nn.Module):
 
 @register("fire")
 class FirePositions(ScoreBiasMethod):
-    """FIRE in chapter 11's model: one learned bias for all layers (chapter 10, section 10.2).
+    """FIRE in chapter 11's model: one learned bias for all layers (chapter 10, section 10.3).
 
     The threshold T starts at the training length (``config.train_len``), so offsets
     inside the training window are relative and longer contexts are squeezed onto the

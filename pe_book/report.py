@@ -115,9 +115,8 @@ def summary_sentence(runs: Runs, margin: float = EQUIVALENCE_NATS) -> str:
         if str(e) in groups
     ]
     return (
-        f"Past the training length ({seeds} seeds, 95% intervals, margin {margin:g} nats): "
-        + "; ".join(parts)
-        + "."
+        f"Past the training length ({seeds} seed{'s' if seeds != 1 else ''}, 95% intervals,"
+        f" margin {margin:g} nats): " + "; ".join(parts) + "."
     )
 
 

@@ -21,7 +21,7 @@ module                              chapter
 :mod:`~.ch07_rope`                  7, RoPE
 :mod:`~.ch08_context`               8, longer contexts for RoPE
 :mod:`~.ch09_alibi`                 9, ALiBi
-:mod:`~.ch10_beyond`                10, beyond RoPE and ALiBi
+:mod:`~.ch10_beyond`                10, methods that change what position means
 :mod:`~.ch11_study`                 11, train short, test long
 :mod:`~.ch12_cost`                  12, what position costs
 :mod:`~.ch13_review`                13, review
@@ -82,7 +82,8 @@ from pe_book.exercises.ch09_alibi import (
     check_mean_distance,
 )
 from pe_book.exercises.ch10_beyond import (
-    check_kerple_log,
+    check_cope_positions,
+    check_cpd_margin,
     check_mla_cache_ratio,
     check_p_rope_frequencies,
 )
@@ -113,6 +114,8 @@ __all__ = [
     "check_bilinear_terms",
     "check_cheapest_keeper",
     "check_circle_solution",
+    "check_cope_positions",
+    "check_cpd_margin",
     "check_decay_bound",
     "check_decoding_bias",
     "check_degradation",
@@ -123,7 +126,6 @@ __all__ = [
     "check_integral_profile",
     "check_invisible_positions",
     "check_keeps_quality",
-    "check_kerple_log",
     "check_layout_conversion",
     "check_layout_permutation",
     "check_llama3_frequencies",

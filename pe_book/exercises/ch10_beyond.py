@@ -1,4 +1,6 @@
-"""Chapter 10 (beyond RoPE and ALiBi): KERPLE's log bias, p-RoPE's frequencies, MLA's cache."""
+"""Chapter 10 (methods that change what position means): KERPLE's CPD margin, p-RoPE's
+frequencies, CoPE's positions; and MLA's cache, which moves with MLA to the chapter on
+today's open models."""
 
 from __future__ import annotations
 
@@ -7,36 +9,45 @@ from typing import Any
 
 import torch
 
-from pe_book import kerple, mla, p_rope
+from pe_book import cope, kerple, mla, p_rope
 from pe_book.exercises.grading import Case, check
 
-__all__ = ["check_kerple_log", "check_mla_cache_ratio", "check_p_rope_frequencies"]
+__all__ = [
+    "check_cope_positions",
+    "check_cpd_margin",
+    "check_mla_cache_ratio",
+    "check_p_rope_frequencies",
+]
+
+F64 = torch.float64
 
 
-def _kerple_log(offsets: torch.Tensor, r1: float, r2: float) -> torch.Tensor:
-    """pe_book's bias read at the offsets: a query at m = max(offsets), keys n = m - r."""
-    last = int(offsets.max())
-    as_head = {"dtype": torch.float64}
-    bias = kerple.kerple_bias(
-        1, last + 1, torch.tensor([r1], **as_head), torch.tensor([r2], **as_head), "log"
-    )[0, 0]  # (last + 1,): key n = 0 .. last of the query at m = last
-    return bias[last - offsets]
+def _distance(size: int) -> torch.Tensor:
+    positions = torch.arange(size, dtype=F64)
+    return (positions[:, None] - positions[None, :]).abs()  # (size, size), |m - n|
 
 
-def check_kerple_log(reader: Callable[[torch.Tensor, float, float], Any]) -> None:
-    """Chapter 10: ``reader(offsets, r1, r2)`` returns one head's -r1 log(1 + r2 r), float64.
+def check_cpd_margin(reader: Callable[[torch.Tensor], Any]) -> None:
+    """Chapter 10: ``reader(kernel)`` returns min aᵀKa over unit vectors a with Σa = 0.
 
-    ``offsets`` is a 1-D int64 tensor of distances r = m - n >= 0; the answer is
-    compared with :func:`pe_book.kerple.kerple_bias` (kind "log") at those distances.
-    The cases' parameters are fixtures of the exercise.
+    ``kernel`` is a symmetric float64 (n, n) tensor; the answer (a number) is compared
+    with :func:`pe_book.kerple.cpd_margin`. The kernels are fixtures: KERPLE's two kinds
+    and a power above 2 on a few positions, a distance penalty plus a constant (which
+    the margin ignores and K's own eigenvalues do not), and a random symmetric matrix.
+    They tell the margin from K's smallest eigenvalue, from the centred matrix's (whose
+    eigenvector 1 adds a 0) and from a basis e_j - e_last that is not orthonormal.
     """
-    cases = [
-        Case((torch.arange(8), r1, r2), f"offsets 0..7, r1={r1}, r2={r2}")
-        for r1, r2 in [(1.0, 1.0), (2.0, 0.5), (0.5, 3.0)]
+    symmetric = torch.randn(7, 7, dtype=F64, generator=torch.Generator().manual_seed(10))
+    kernels = [
+        (-torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=F64), "-|m - n| on 2 positions"),
+        (-1.5 * torch.log1p(0.3 * _distance(20)), "-1.5 log(1 + 0.3|m - n|), 20 positions"),
+        (-(_distance(10) ** 1.5), "-|m - n|^1.5, 10 positions"),
+        (-(_distance(9) ** 3), "-|m - n|^3, 9 positions"),
+        (50.0 - 0.5 * _distance(6), "50 - 0.5|m - n|, 6 positions"),
+        ((symmetric + symmetric.T) / 2, "a random symmetric 7 x 7 matrix (seed 10)"),
     ]
-    far = torch.tensor([0, 1, 10, 1000, 100_000])
-    cases.append(Case((far, 1.5, 0.01), "offsets 0, 1, 10, 1000, 100000, r1=1.5, r2=0.01"))
-    check("kerple_log", reader, _kerple_log, cases, atol=1e-9, dtype=torch.float64)
+    cases = [Case((kernel,), description) for kernel, description in kernels]
+    check("cpd_margin", lambda k: float(reader(k.clone())), kerple.cpd_margin, cases, atol=1e-8)
 
 
 def check_p_rope_frequencies(reader: Callable[[int, float, float], Any]) -> None:
@@ -55,13 +66,31 @@ def check_p_rope_frequencies(reader: Callable[[int, float, float], Any]) -> None
         (128, 0.999, 10000.0),
     ]
     cases = [Case(args, f"dim={args[0]}, p={args[1]}, base={args[2]:g}") for args in settings]
+    check("p_rope_frequencies", reader, p_rope.p_rope_frequencies, cases, atol=1e-12)
+
+
+def check_cope_positions(reader: Callable[[torch.Tensor, torch.Tensor], Any]) -> None:
+    """Chapter 10: ``reader(q, k)`` returns CoPE's positions p_mn, shape (L, L).
+
+    q and k are float64 (L, d), queries and keys at positions 0 .. L-1; p_mn =
+    Σ_{j=n}^{m} σ(q_m · k_j / √d) for n <= m and 0 for n > m, compared with
+    :func:`pe_book.cope.cope_positions`. The inputs are fixtures (seeded): they tell the
+    sum from j = n to m from a count from the start, from one that lets future keys in,
+    from one that leaves key n out, and gates without the 1/√d.
+    """
+    generator = torch.Generator().manual_seed(11)
+    shapes = [(1, 4, 1.0), (5, 4, 1.0), (12, 8, 3.0), (9, 16, 0.3)]
+    cases = []
+    for seq_len, dim, scale in shapes:
+        q = scale * torch.randn(seq_len, dim, dtype=F64, generator=generator)
+        k = torch.randn(seq_len, dim, dtype=F64, generator=generator)
+        cases.append(Case((q, k), f"L={seq_len}, d={dim}, q scaled by {scale} (seed 11)"))
     check(
-        "p_rope_frequencies",
-        reader,
-        p_rope.p_rope_frequencies,
+        "cope_positions",
+        lambda q, k: reader(q.clone(), k.clone()),
+        cope.cope_positions,
         cases,
-        atol=1e-12,
-        dtype=torch.float64,
+        atol=1e-5,
     )
 
 
@@ -72,6 +101,7 @@ def check_mla_cache_ratio(reader: Callable[[int, int, int, int], Any]) -> None:
     (:func:`pe_book.mla.mha_cache_floats`) and MLA d_c + d_h^R
     (:func:`pe_book.mla.mla_cache_floats`). The first case has DeepSeek-V2's sizes; the
     others are fixtures that tell apart the usual slips (no k^R, one k^R per head, no 2).
+    MLA leaves chapter 10 for the chapter on today's open models, and this checker with it.
     """
 
     def reference(n_heads: int, d_head: int, d_latent: int, d_rope: int) -> float:
