@@ -24,9 +24,8 @@ Position methods (each registers itself with ``pe_book.positions``)
                             LongRoPE, partial rotary (ch. 08)
 - ``pe_book.alibi``         ALiBi's slopes and bias, materialised or fused (ch. 09, 12)
 
-Beyond RoPE and ALiBi (ch. 10; kerple, fire, xpos, p_rope and cope also register a method
-the model can train, ``python -m pe_book.study --positions ...``; the committed study has
-the seven methods of ch. 11, ``pe_book.results.STUDIED``)
+Methods that change what position means (ch. 10; each registers a method chapter 11's
+study trains, ``python -m pe_book.study``)
 - ``pe_book.nope``          how a causal decoder without positions recovers them (NoPE)
 - ``pe_book.kerple``        KERPLE's logarithmic and power kernels as score biases
 - ``pe_book.fire``          FIRE: a learned function of the progressively normalised offset
@@ -34,6 +33,8 @@ the seven methods of ch. 11, ``pe_book.results.STUDIED``)
 - ``pe_book.cope``          CoPE: positions that count what the gates let through
 - ``pe_book.randomized``    randomized positions: sorted samples from a longer range
 - ``pe_book.p_rope``        p-RoPE: only the fastest pairs rotate
+
+Position in today's open models (ch. 13)
 - ``pe_book.mrope``         M-RoPE: three position components for text, images and video
 - ``pe_book.irope``         iRoPE (Llama 4): NoPE layers among RoPE layers, temperature tuning
 - ``pe_book.mla``           Multi-head Latent Attention's decoupled RoPE (DeepSeek-V2)
