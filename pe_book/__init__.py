@@ -24,8 +24,8 @@ Position methods (each registers itself with ``pe_book.positions``)
                             LongRoPE, partial rotary (ch. 08)
 - ``pe_book.alibi``         ALiBi's slopes and bias, materialised or fused (ch. 09, 12)
 
-Methods that change what position means (ch. 10; each registers a method chapter 11's
-study trains, ``python -m pe_book.study``)
+Methods that change what position means (ch. 10; chapter 11's study trains each of them,
+``python -m pe_book.study``, NoPE as the position method ``none``)
 - ``pe_book.nope``          how a causal decoder without positions recovers them (NoPE)
 - ``pe_book.kerple``        KERPLE's logarithmic and power kernels as score biases
 - ``pe_book.fire``          FIRE: a learned function of the progressively normalised offset
