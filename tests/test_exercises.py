@@ -34,7 +34,7 @@ def test_attention_checker_accepts_the_package_and_catches_a_missing_scale(capsy
     def unscaled(q, k, v, causal):
         return torch.softmax(q @ k.T, dim=-1) @ v
 
-    with pytest.raises(exercises.ExerciseMismatch, match=r"case 2 of 6 .* values differ"):
+    with pytest.raises(exercises.ExerciseMismatch, match=r"case 2 of 6 .*\n.*\n.* entries miss"):
         exercises.check_attention(unscaled)
 
 
@@ -56,7 +56,7 @@ def test_attention_checker_catches_a_top_left_aligned_mask():
 def test_recover_positions_checker(capsys):
     exercises.check_recover_positions(lambda share: 1 / share - 1)
     assert "all 5 cases agree" in capsys.readouterr().out
-    with pytest.raises(exercises.ExerciseMismatch, match="values differ"):
+    with pytest.raises(exercises.ExerciseMismatch, match="entries miss"):
         exercises.check_recover_positions(lambda share: 1 / share)  # off by one
 
 
@@ -65,14 +65,13 @@ def test_a_crash_in_the_readers_code_is_reported_with_the_case():
         exercises.check_recover_positions(lambda share: 1 / 0)
 
 
-def test_shape_and_dtype_mismatches_are_explained():
-    with pytest.raises(exercises.ExerciseMismatch, match=r"shape \(1, 1\) instead of \(1,\)"):
+def test_shape_and_type_mismatches_are_explained(capsys):
+    with pytest.raises(exercises.ExerciseMismatch, match=r"shape \(1, 1\) where \(1,\) is asked"):
         exercises.check_recover_positions(lambda share: share[:, None])
-    with pytest.raises(
-        exercises.ExerciseMismatch,
-        match=r"expected a torch\.Tensor( of dtype torch\.float64)?, got list",
-    ):
-        exercises.check_recover_positions(lambda share: (1 / share - 1).tolist())
+    with pytest.raises(exercises.ExerciseMismatch, match=r"expected numbers .*, got str"):
+        exercises.check_recover_positions(lambda share: "positions")
+    exercises.check_recover_positions(lambda share: (1 / share - 1).tolist())  # values count
+    assert "all 5 cases agree" in capsys.readouterr().out
 
 
 def null_space_solution(weight, seq_len):
@@ -85,9 +84,9 @@ def test_invisible_positions_checker(capsys):
     assert "invisible to the layer" in capsys.readouterr().out
     exercises.check_invisible_positions(stub)
     assert "not attempted yet" in capsys.readouterr().out
-    with pytest.raises(exercises.ExerciseMismatch, match="two rows are"):
+    with pytest.raises(exercises.ExerciseMismatch, match="must be at least 1e-3 apart"):
         exercises.check_invisible_positions(lambda weight, seq_len: torch.zeros(seq_len, 4))
-    with pytest.raises(exercises.ExerciseMismatch, match="the layer sees different projections"):
+    with pytest.raises(exercises.ExerciseMismatch, match="the layer sees your positions"):
         exercises.check_invisible_positions(
             lambda weight, seq_len: (
                 torch.arange(seq_len, dtype=torch.float64)[:, None] * torch.ones(4)
@@ -325,7 +324,8 @@ def test_every_checker_reports_a_stub_as_not_attempted(name, capsys):
     out = capsys.readouterr().out
     assert out == (
         f"{name.removeprefix('check_')}: not attempted yet.\n"
-        "  Fill in the stub above and rerun this cell; the solution is collapsed below.\n"
+        "  Replace the stub's `raise NotImplementedError` with your code (the statement\n"
+        "  above says what to return), then rerun this cell.\n"
     )
 
 
@@ -384,17 +384,15 @@ def _profile(offsets, dim, base, angle_dtype=torch.float64):
     return torch.cos(offsets.to(angle_dtype)[:, None] * theta).mean(-1).double()
 
 
-def test_dtypes_the_statements_name_are_required():
-    with pytest.raises(exercises.ExerciseMismatch, match=r"asks for torch\.float32"):
-        exercises.check_permutation_matrix(lambda p: symmetry.permutation_matrix(p).double())
-    with pytest.raises(exercises.ExerciseMismatch, match=r"asks for torch\.float64"):
-        exercises.check_recover_positions(lambda share: (1 / share - 1).float())
-    with pytest.raises(exercises.ExerciseMismatch, match=r"asks for torch\.float64"):
-        exercises.check_dot_profile(lambda *a: _profile(*a).float())
+def test_a_dtype_alone_never_fails(capsys):  # the book's policy (issue 23): values count
+    exercises.check_permutation_matrix(lambda p: symmetry.permutation_matrix(p).double())
+    exercises.check_recover_positions(lambda share: (1 / share - 1).float())
+    exercises.check_dot_profile(lambda *a: _profile(*a).float())
+    assert capsys.readouterr().out.count("cases agree") == 3
 
 
 def test_float32_angles_are_rejected_and_named(capsys):
-    with pytest.raises(exercises.ExerciseMismatch, match=r"computed in torch\.float32"):
+    with pytest.raises(exercises.ExerciseMismatch, match=r"float32.* the likely cause"):
         exercises.check_dot_profile(lambda *a: _profile(*a, angle_dtype=torch.float32))
     exercises.check_dot_profile(_profile)
     assert "all 4 cases agree" in capsys.readouterr().out
@@ -404,7 +402,7 @@ def test_float32_angles_are_rejected_and_named(capsys):
         angle = pos * base ** (-torch.arange(0, dim, 2, dtype=angle_dtype) / dim)
         return torch.stack((angle.sin(), angle.cos()), -1).flatten(-2)
 
-    with pytest.raises(exercises.ExerciseMismatch, match=r"computed in torch\.float32"):
+    with pytest.raises(exercises.ExerciseMismatch, match=r"float32.* the likely cause"):
         exercises.check_sinusoidal_table(lambda *a: table(*a, angle_dtype=torch.float32))
     exercises.check_sinusoidal_table(lambda *a: table(*a).float())  # a float32 table is fine
     assert "cases agree" in capsys.readouterr().out
@@ -426,11 +424,11 @@ def test_reach_checker_tests_the_boundary_and_the_no_answer_branch():
 
 
 def test_a_wavelength_mismatch_names_the_wavelength_reached():
-    with pytest.raises(exercises.ExerciseMismatch, match=r"turn once in .* positions, not 1,000"):
+    with pytest.raises(exercises.ExerciseMismatch, match=r"turn once in .* positions, not 62,8"):
         exercises.check_base_for_wavelength(lambda dim, longest: longest)  # the base = λ
 
 
-def test_large_tensors_are_summarised_with_their_first_difference():
+def test_large_tensors_are_summarised_by_their_first_difference():
     from pe_book import relative
 
     def shifted(offset, bidirectional, num_buckets, max_distance):
@@ -441,7 +439,7 @@ def test_large_tensors_are_summarised_with_their_first_difference():
     with pytest.raises(exercises.ExerciseMismatch) as raised:
         exercises.check_t5_bucket(shifted)
     message = str(raised.value)
-    assert "first at index" in message and "first entries" in message
+    assert "the first at index [600] (offset r = 300)" in message
     assert message.count(",") < 80  # no 601-entry dump
 
 

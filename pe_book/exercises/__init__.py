@@ -2,9 +2,12 @@
 
 Each ``check_<name>(reader)`` runs the reader's function and ``pe_book``'s own
 implementation on the same inputs and either prints that every case agrees or
-raises :class:`ExerciseMismatch` naming the first case that does not (input,
-expected, got); a stub that still raises ``NotImplementedError`` is reported
-as "not attempted yet" without failing. Chapters call them as
+raises :class:`ExerciseMismatch` naming the first case that does not (its input,
+its input class and the first index that misses, never the expected values); a
+stub that still raises ``NotImplementedError`` is reported as "not attempted yet"
+without failing. Answers are judged by the book's one policy, implemented in
+:mod:`~.grading`: values at the exercise's tolerance, in any dtype, with float32
+named when it is the likely cause of a miss. Chapters call them as
 ``exercises.check_<name>``; a course adds its own exercise with
 :func:`check` and :class:`Case` (see :mod:`pe_book.exercises.grading`).
 

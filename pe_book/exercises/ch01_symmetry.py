@@ -9,7 +9,15 @@ import torch
 
 from pe_book import attention as attn
 from pe_book import symmetry
-from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader, show
+from pe_book.exercises.grading import (
+    Case,
+    ExerciseMismatch,
+    attempt,
+    check,
+    float32_note,
+    grader,
+    show,
+)
 
 __all__ = [
     "check_attention",
@@ -19,67 +27,101 @@ __all__ = [
 ]
 
 
+def _perm_kind(perm: tuple[int, ...]) -> str:
+    if len(perm) == 1:
+        return "one token"
+    involution = all(perm[perm[i]] == i for i in range(len(perm)))
+    return "its own inverse (P = Pᵀ)" if involution else "not its own inverse (P ≠ Pᵀ)"
+
+
 def check_permutation_matrix(reader: Callable[[Sequence[int]], torch.Tensor]) -> None:
-    """Chapter 1: ``reader(perm)`` must return P (float32) with P @ X == X[perm]."""
+    """Chapter 1: ``reader(perm)`` must return P with P @ X == X[perm] (exact 0s and 1s)."""
     perms = [p for n in (1, 2, 3) for p in itertools.permutations(range(n))]
     perms += [(4, 0, 3, 1, 2), (5, 4, 3, 2, 1, 0)]
-    cases = [Case((list(p),), f"perm={list(p)}") for p in perms]
+    cases = [Case((list(p),), f"perm={list(p)}", kind=_perm_kind(p)) for p in perms]
     check(
         "permutation_matrix",
         reader,
         symmetry.permutation_matrix,
         cases,
-        atol=0.0,
-        dtype=torch.float32,  # the statement asks for float32
+        atol=0.0,  # entries are exactly 0 and 1 in any dtype
+        locate=lambda case, index: f"row {index[0]}, column {index[1]}",
     )
 
 
 def _attention_cases() -> list[Case]:
     generator = torch.Generator().manual_seed(1)
     cases = []
-    for q_len, k_len, dim, causal in [
-        (1, 1, 2, False),
-        (3, 3, 4, False),
-        (4, 4, 8, True),
-        (2, 5, 4, False),
-        (2, 5, 4, True),
-        (5, 5, 3, True),
+    for q_len, k_len, dim, causal, kind in [
+        (1, 1, 2, False, "one query, one key"),
+        (3, 3, 4, False, "no mask"),
+        (4, 4, 8, True, "causal, as many queries as keys"),
+        (2, 5, 4, False, "fewer queries than keys"),
+        (2, 5, 4, True, "causal, fewer queries than keys (decoding with a KV cache)"),
+        (5, 5, 3, True, "causal, odd d"),
     ]:
         q = torch.randn(q_len, dim, generator=generator, dtype=torch.float64)
         k = torch.randn(k_len, dim, generator=generator, dtype=torch.float64)
         v = torch.randn(k_len, dim + 1, generator=generator, dtype=torch.float64)
-        cases.append(
-            Case(
-                (q, k, v, causal),
-                f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, causal={causal}",
-            )
-        )
+        description = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, causal={causal}"
+        cases.append(Case((q, k, v, causal), description, kind=kind))
     return cases
 
 
 def check_attention(
     reader: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor],
 ) -> None:
-    """Chapter 1: ``reader(q, k, v, causal)`` must equal softmax(q kᵀ/√d + mask) v."""
+    """Chapter 1: ``reader(q, k, v, causal)`` must equal softmax(q kᵀ/√d + mask) v (to 1e-6)."""
 
     def reference(q, k, v, causal):
         return attn.attention(q, k, v, causal=causal)
 
-    check("attention", reader, reference, _attention_cases(), atol=1e-10)
+    check(
+        "attention",
+        reader,
+        reference,
+        _attention_cases(),
+        atol=1e-6,  # float32 arithmetic is enough
+        locate=lambda case, index: f"query {index[0]}, column {index[1]} of v",
+    )
 
 
 def check_recover_positions(reader: Callable[[torch.Tensor], torch.Tensor]) -> None:
     """Chapter 1: ``reader(share)`` turns a slice ``bos_share(L)[a:b]`` into positions a..b-1."""
-    windows = [(1, 0, 1), (5, 0, 5), (5, 2, 5), (17, 3, 9), (64, 40, 64)]
+    windows = [
+        (1, 0, 1, "one position"),
+        (5, 0, 5, "a window from position 0"),
+        (5, 2, 5, "a window that does not start at 0"),
+        (17, 3, 9, "a window inside a longer sequence"),
+        (64, 40, 64, "positions in the tens"),
+    ]
     cases = [
         Case(
             (symmetry.bos_share(seq_len)[start:stop],),
             f"bos_share(seq_len={seq_len})[{start}:{stop}]",
             expected=torch.arange(start, stop, dtype=torch.float64),
+            kind=kind,
         )
-        for seq_len, start, stop in windows
+        for seq_len, start, stop, kind in windows
     ]
-    check("recover_positions", reader, None, cases, atol=1e-6, dtype=torch.float64)
+    check(
+        "recover_positions",
+        reader,
+        None,
+        cases,
+        atol=1e-4,  # whole positions: float32 arithmetic is enough, an off-by-one is not
+        locate=lambda case, index: f"entry {index[0]}",
+    )
+
+
+def _weights() -> list[tuple[str, torch.Tensor, int]]:
+    """(description, weight W with a null space, seq_len)."""
+    generator = torch.Generator().manual_seed(2)
+    basis = torch.linalg.qr(torch.randn(4, 4, generator=generator, dtype=torch.float64))[0]
+    projection = basis[:, :3] @ basis[:, :3].T  # symmetric, rank 3
+    return [
+        ("a symmetric W (4 × 4, rank 3)", projection, 5),
+    ]
 
 
 @grader
@@ -87,32 +129,43 @@ def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor
     """Chapter 1: ``reader(weight, seq_len)`` returns distinct positions the layer cannot see.
 
     ``weight`` is a (dim × dim) input projection with a non-trivial null space
-    (y = x @ weight.T ignores some directions). The reader returns
-    ``positions`` of shape (seq_len, dim) whose rows are pairwise distinct
-    (distance > 1e-3) yet ``(x + positions) @ weight.T`` is still exactly
-    ``x @ weight.T`` plus one and the same row for every token, so that no
+    (y = x @ weight.T ignores some directions); it is symmetric in the first case
+    only. The reader returns ``positions`` of shape (seq_len, dim) whose rows are
+    pairwise distinct (distance >= 1e-3) yet ``positions @ weight.T`` is one and the
+    same row for every position (to 1e-6 of the positions' size), so that no
     permutation of the tokens can be detected downstream.
     """
-    generator = torch.Generator().manual_seed(2)
-    dim, seq_len = 4, 5
-    basis = torch.linalg.qr(torch.randn(dim, dim, generator=generator, dtype=torch.float64))[0]
-    weight = basis[:, :3] @ basis[:, :3].T  # rank 3: ignores the direction basis[:, 3]
-    positions = attempt(reader, weight.clone(), seq_len)
-    if not isinstance(positions, torch.Tensor) or positions.shape != (seq_len, dim):
-        raise ExerciseMismatch(
-            f"expected a tensor of shape {(seq_len, dim)}, got {show(positions)}"
-        )
-    positions = positions.to(torch.float64)
-    distance = torch.cdist(positions, positions) + torch.eye(seq_len, dtype=torch.float64)
-    if float(distance.min()) <= 1e-3:
-        raise ExerciseMismatch(
-            f"two rows are (almost) equal; the vectors must be distinct:\n{positions}"
-        )
-    seen = positions @ weight.T  # what the layer's projection sees of each position
-    spread = float((seen - seen[0]).abs().max())
-    if spread > 1e-9:
-        raise ExerciseMismatch(
-            f"the layer sees different projections of your positions (they differ by up "
-            f"to {spread:.3g}), so it can tell the order apart"
-        )
-    return f"{seq_len} distinct vectors, all invisible to the layer."
+    weights = _weights()
+    for index, (label, weight, seq_len) in enumerate(weights, start=1):
+        dim = weight.shape[0]
+        where = f"case {index} of {len(weights)} ({label}, seq_len={seq_len})"
+        answer = attempt(reader, weight.clone(), seq_len)
+        if not isinstance(answer, torch.Tensor) or answer.shape != (seq_len, dim):
+            raise ExerciseMismatch(
+                f"{where}: expected a tensor of shape {(seq_len, dim)}, got {show(answer)}"
+            )
+        positions = answer.detach().to(torch.float64)
+        distance = torch.cdist(positions, positions) + torch.eye(seq_len, dtype=torch.float64)
+        if not float(distance.min()) >= 1e-3:
+            row, col = (int(i) for i in (distance == distance.min()).nonzero()[0])
+            raise ExerciseMismatch(
+                f"{where}: rows {row} and {col} are {float(distance.min()):.2g} apart; the"
+                " vectors must be at least 1e-3 apart"
+            )
+        size = max(1.0, float(positions.abs().max()))
+        seen = positions @ weight.T  # what the layer's projection sees of each position
+        spread = float((seen - seen[0]).abs().max())
+        if not spread <= 1e-6 * size:
+            row = int((seen - seen[0]).abs().amax(-1).argmax())
+            problem = (
+                f"{where}: the layer sees your positions: rows 0 and {row} differ by up to"
+                f" {spread:.2g} after the projection, so it can tell the order apart"
+            )
+            if float((positions @ weight - (positions @ weight)[0]).abs().max()) <= 1e-6 * size:
+                problem += (
+                    ". Your rows differ along the null space of Wᵀ, not of W: the layer"
+                    " computes x @ weight.T"
+                )
+            note = float32_note(answer, positions.double())
+            raise ExerciseMismatch(f"{problem}. {note}" if note else problem)
+    return f"{weights[0][2]} distinct vectors, all invisible to the layer."

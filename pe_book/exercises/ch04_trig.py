@@ -11,30 +11,62 @@ from collections.abc import Callable
 import torch
 
 from pe_book import sinusoidal
-from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.grading import (
+    Case,
+    ExerciseMismatch,
+    attempt,
+    check,
+    float32_note,
+    grader,
+)
 
 __all__ = ["check_bilinear_terms", "check_direction_matrix", "check_shift_matrix"]
 
+#: Why exercise 4.1 asks for float64 angles.
+FLOAT32_ANGLES = (
+    "form the angles c·θ_i in float64 (a float32 matrix built from float64 angles is fine)"
+)
+
 
 def check_shift_matrix(reader: Callable[[int, int, float], torch.Tensor]) -> None:
-    """Chapter 4: ``reader(shift, dim, base)`` must return M_c with PE(m + c) = M_c PE(m)."""
-    sizes = [(0, 2, 10000.0), (1, 4, 10000.0), (5, 8, 100.0), (-3, 6, 10000.0), (40, 16, 1e5)]
-    cases = [Case(size, f"shift={size[0]}, dim={size[1]}, base={size[2]:g}") for size in sizes]
+    """Chapter 4: ``reader(shift, dim, base)`` must return M_c with PE(m + c) = M_c PE(m),
+    to within 1e-6 (shifts reach 12,345: the angles must be float64)."""
+    sizes = [
+        (1, 4, 10000.0, "a shift by one"),
+        (0, 2, 10000.0, "no shift"),
+        (5, 8, 100.0, "a small base"),
+        (-3, 6, 10000.0, "a negative shift"),
+        (40, 16, 1e5, "a shift of tens"),
+    ]
+    cases = [
+        Case(size, f"shift={size[0]}, dim={size[1]}, base={size[2]:g}", kind=kind)
+        for *size, kind in sizes
+    ]
     check(
         "shift_matrix",
         reader,
         sinusoidal.shift_matrix,
         cases,
-        atol=1e-6,  # float32 answers are fine
-        as_tensor=torch.float64,
+        atol=1e-6,  # a float32 matrix is fine, float32 angles are not
+        float32=FLOAT32_ANGLES,
+        locate=lambda case, index: (
+            f"row {index[0]}, column {index[1]}: block of pair {index[0] // 2}"
+        ),
     )
 
 
 def _pair_bilinear(w: torch.Tensor, seq_len: int = 24, dim: int = 8) -> torch.Tensor:
-    """p_m^T A p_n for every pair i of the paper's table: shape (dim/2, seq_len, seq_len)."""
+    """p_m^T A p_n for every pair i, p_m = (cos mθ_i, sin mθ_i) (chapter 2's order):
+    shape (dim/2, seq_len, seq_len), from the package's (sin, cos) table."""
     table = sinusoidal.sinusoidal_table(seq_len, dim, dtype=torch.float64)
-    pairs = table.view(seq_len, dim // 2, 2).transpose(0, 1)  # (dim/2, L, 2): (sin, cos)
+    pairs = table.view(seq_len, dim // 2, 2).transpose(0, 1).flip(-1)  # (dim/2, L, 2): (cos, sin)
     return pairs @ w.to(torch.float64) @ pairs.transpose(1, 2)
+
+
+def _paper_pair_bilinear(w: torch.Tensor) -> torch.Tensor:
+    """The same in the paper's (sin, cos) order: the order of section 4.3 and exercise 4.3."""
+    flip = torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64)
+    return _pair_bilinear(flip @ w.to(torch.float64) @ flip)
 
 
 def _pair_angles(seq_len: int = 24, dim: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
@@ -44,44 +76,60 @@ def _pair_angles(seq_len: int = 24, dim: int = 8) -> tuple[torch.Tensor, torch.T
     return (m[:, None] - m[None, :]) * theta, (m[:, None] + m[None, :]) * theta
 
 
+def _terms(coefficients: list[float]) -> torch.Tensor:
+    alpha, beta, gamma, delta = coefficients
+    diff, total = _pair_angles()
+    return (
+        alpha * torch.cos(diff)
+        + beta * torch.sin(diff)
+        + gamma * torch.cos(total)
+        + delta * torch.sin(total)
+    )
+
+
 @grader
 def check_bilinear_terms(reader: Callable[[torch.Tensor], tuple]) -> str:
     """Chapter 4: ``reader(w)`` returns (α, β, γ, δ) with, for p = (sin mθ, cos mθ),
-    p_mᵀ A p_n = α cos((m−n)θ) + β sin((m−n)θ) + γ cos((m+n)θ) + δ sin((m+n)θ)."""
+    p_mᵀ A p_n = α cos((m−n)θ) + β sin((m−n)θ) + γ cos((m+n)θ) + δ sin((m+n)θ),
+    to within 1e-6."""
     generator = torch.Generator().manual_seed(4)
-    matrices = [torch.eye(2, dtype=torch.float64), torch.tensor([[0.0, 1.0], [-1.0, 0.0]])]
-    matrices += [torch.randn(2, 2, generator=generator, dtype=torch.float64) for _ in range(4)]
-    for index, w in enumerate(matrices, start=1):
-        coefficients = [float(c) for c in attempt(reader, w.clone())]
+    matrices = [
+        ("A = I", torch.eye(2, dtype=torch.float64)),
+        ("A = J, antisymmetric", torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)),
+    ]
+    matrices += [
+        ("a random A", torch.randn(2, 2, generator=generator, dtype=torch.float64))
+        for _ in range(4)
+    ]
+    for index, (label, w) in enumerate(matrices, start=1):
+        answer = attempt(reader, w.clone())
+        coefficients = [float(c) for c in answer]
         if len(coefficients) != 4:
             raise ExerciseMismatch(f"expected 4 coefficients, got {len(coefficients)}")
-        alpha, beta, gamma, delta = coefficients
-        diff, total = _pair_angles()
-        claimed = (
-            alpha * torch.cos(diff)
-            + beta * torch.sin(diff)
-            + gamma * torch.cos(total)
-            + delta * torch.sin(total)
-        )
-        worst = float((claimed - _pair_bilinear(w)).abs().max())
-        if worst > 1e-9:
-            raise ExerciseMismatch(
-                f"case {index} of {len(matrices)}: A = {w.tolist()}, your coefficients "
-                f"{coefficients} miss p_mᵀ A p_n by up to {worst:.3g} (on the first 24 positions)"
+        worst = float((_terms(coefficients) - _paper_pair_bilinear(w)).abs().max())
+        if not worst <= 1e-6:
+            problem = (
+                f"case {index} of {len(matrices)} ({label}): A = {w.tolist()}, your"
+                f" coefficients miss p_mᵀ A p_n by up to {worst:.2g} (on the first 24 positions)"
             )
-    return f"all {len(matrices)} matrices agree with p_mᵀ A p_n from pe_book."
+            note = float32_note(answer, answer) if worst <= 1e-3 else None
+            raise ExerciseMismatch(f"{problem}. {note}" if note else problem)
+    return f"all {len(matrices)} matrices agree with p_mᵀ A p_n from pe_book to within 1e-6."
 
 
 @grader
 def check_direction_matrix(reader: Callable[[], torch.Tensor]) -> str:
-    """Chapter 4: ``reader()`` returns a 2 × 2 A with p_mᵀ A p_n = sin((m − n)θ) always."""
-    w = torch.as_tensor(attempt(reader), dtype=torch.float64)
+    """Chapter 4: ``reader()`` returns a 2 × 2 A with p_mᵀ A p_n = sin((m − n)θ) always,
+    for the paper's order p = (sin mθ, cos mθ), to within 1e-6."""
+    answer = attempt(reader)
+    w = torch.as_tensor(answer, dtype=torch.float64)
     if w.shape != (2, 2):
         raise ExerciseMismatch(f"expected a 2 × 2 matrix, got shape {tuple(w.shape)}")
     diff, _ = _pair_angles()
-    worst = float((_pair_bilinear(w) - torch.sin(diff)).abs().max())
-    if worst > 1e-9:
-        raise ExerciseMismatch(
-            f"p_mᵀ A p_n misses sin((m − n)θ) by up to {worst:.3g} for A = {w.tolist()}"
-        )
+    worst = float((_paper_pair_bilinear(w) - torch.sin(diff)).abs().max())
+    if not worst <= 1e-6:
+        problem = f"p_mᵀ A p_n misses sin((m − n)θ) by up to {worst:.2g} for your A = {w.tolist()}"
+        if float((_paper_pair_bilinear(w) + torch.sin(diff)).abs().max()) <= 1e-6:
+            problem += ": it gives sin((n − m)θ), the other direction"
+        raise ExerciseMismatch(problem)
     return "p_mᵀ A p_n = sin((m − n)θ): this score knows the direction."

@@ -15,16 +15,28 @@ __all__ = ["check_relative_indices", "check_similarity_by_offset", "check_t5_buc
 def check_relative_indices(
     reader: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor],
 ) -> None:
-    """Chapter 6: ``reader(query_positions, key_positions, K)`` returns clip(m - n, -K, K) + K."""
+    """Chapter 6: ``reader(query_positions, key_positions, K)`` returns clip(m - n, -K, K) + K
+    (exact whole numbers)."""
     cases = [
         Case(
             (torch.arange(q), torch.arange(k), big_k),
             f"queries 0..{q - 1}, keys 0..{k - 1}, K={big_k}",
+            kind=kind,
         )
-        for q, k, big_k in [(1, 1, 0), (4, 4, 1), (6, 6, 2), (3, 8, 3), (10, 10, 20)]
+        for q, k, big_k, kind in [
+            (4, 4, 1, "K = 1"),
+            (1, 1, 0, "one query, K = 0"),
+            (6, 6, 2, "offsets past K on both sides"),
+            (3, 8, 3, "more keys than queries"),
+            (10, 10, 20, "K larger than every offset"),
+        ]
     ]
     cases.append(
-        Case((torch.tensor([7, 8]), torch.arange(3, 10), 2), "queries [7, 8], keys 3..9, K=2")
+        Case(
+            (torch.tensor([7, 8]), torch.arange(3, 10), 2),
+            "queries [7, 8], keys 3..9, K=2",
+            kind="positions that do not start at 0",
+        )
     )
     check(
         "relative_indices",
@@ -32,21 +44,30 @@ def check_relative_indices(
         relative.relative_indices,
         cases,
         atol=0.0,
-        as_tensor=torch.int64,
+        locate=lambda case, index: (
+            f"query m = {int(case.args[0][index[0]])}, key n = {int(case.args[1][index[1]])}"
+        ),
     )
 
 
 def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
-    """Chapter 6: ``reader(offset, bidirectional, num_buckets, max_distance)``: T5 bucket of r."""
+    """Chapter 6: ``reader(offset, bidirectional, num_buckets, max_distance)``: T5 bucket of r
+    (exact; as in T5, the logarithm in float32 decides the bucket edges)."""
     offsets = torch.arange(-300, 301)
-    configs = [(True, 32, 128), (False, 32, 128), (True, 16, 64), (False, 8, 20)]
+    configs = [
+        (True, 32, 128, "T5's settings, bidirectional"),
+        (False, 32, 128, "T5's settings, causal"),
+        (True, 16, 64, "fewer buckets"),
+        (False, 8, 20, "a short max_distance"),
+    ]
     cases = [
         Case(
             (offsets, *config),
             f"offsets -300..300, bidirectional={config[0]}, "
             f"num_buckets={config[1]}, max_distance={config[2]}",
+            kind=kind,
         )
-        for config in configs
+        for *config, kind in configs
     ]
     check(
         "t5_bucket",
@@ -54,24 +75,26 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
         relative.t5_bucket,
         cases,
         atol=0.0,
-        as_tensor=torch.int64,
+        locate=lambda case, index: f"offset r = {int(case.args[0][index[0]])}",
     )
 
 
 def check_similarity_by_offset(reader: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    """Chapter 6: ``reader(table)`` = mean cos(P_m, P_(m+r)) for r = 0..L-1, float64."""
+    """Chapter 6: ``reader(table)`` = mean cos(P_m, P_(m+r)) for r = 0..L-1, to within 1e-6."""
     generator = torch.Generator().manual_seed(6)
     tables = [
-        torch.randn(5, 3, generator=generator),
-        torch.randn(40, 16, generator=generator),
-        sinusoidal.sinusoidal_table(64, 32),
+        (torch.randn(5, 3, generator=generator), "a random table, rows of different norms"),
+        (torch.randn(40, 16, generator=generator), "a larger random table"),
+        (sinusoidal.sinusoidal_table(64, 32), "a sinusoidal table, rows of equal norm"),
     ]
-    cases = [Case((table,), f"table of shape {tuple(table.shape)}") for table in tables]
+    cases = [
+        Case((table,), f"table of shape {tuple(table.shape)}", kind=kind) for table, kind in tables
+    ]
     check(
         "similarity_by_offset",
         reader,
         learned.similarity_by_offset,
         cases,
-        atol=1e-6,
-        as_tensor=torch.float64,
+        atol=1e-6,  # float32 arithmetic is enough
+        locate=lambda case, index: f"offset r = {index[0]}",
     )

@@ -6,12 +6,58 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from pe_book import alibi, relative, results, rope, sinusoidal
-from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.grading import (
+    Case,
+    ExerciseMismatch,
+    attempt,
+    check,
+    grader,
+    judge,
+    whole_number,
+)
 
 __all__ = ["check_cheapest_keeper", "check_keeps_quality", "check_offset_only"]
+
+
+def _vector(name: str, value: object) -> torch.Tensor:
+    """q or k as a float64 tensor of 8 numbers (a tensor, a NumPy array or a list)."""
+    try:
+        vector = torch.as_tensor(np.asarray(value, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"score(q, k, m, n): {name} must be 8 numbers (a tensor, a NumPy array or a list),"
+            f" got {type(value).__name__}"
+        ) from exc
+    if vector.shape != (8,):
+        raise ValueError(
+            f"score(q, k, m, n): {name} must hold 8 numbers, got shape {tuple(vector.shape)}"
+        )
+    return vector
+
+
+def _position(name: str, value: object) -> int:
+    """m or n as an int in 0 .. 4095 (the statement promises 0 .. 2,000)."""
+    position = whole_number(value, f"positions for {name}")
+    if not 0 <= position < 4096:
+        raise ValueError(
+            f"score(q, k, m, n): {name} = {position} is outside 0 .. 4095 (the statement"
+            " asks for positions from 0 to 2,000)"
+        )
+    return position
+
+
+def _scored(score: Callable[..., float]) -> Callable[..., float]:
+    """``score`` with its arguments read leniently and checked, so that a wrong type
+    is explained rather than failing deep inside a tensor operation."""
+
+    def wrapped(q: object, k: object, m: object, n: object) -> float:
+        return score(_vector("q", q), _vector("k", k), _position("m", m), _position("n", n))
+
+    return wrapped
 
 
 def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
@@ -71,9 +117,10 @@ def check_offset_only(reader: Callable[[Callable[..., float]], bool]) -> str:
     through m - n (q, k: float64 vectors of 8 numbers; m, n: integers 0 .. 2000)."""
     scores = _review_scores()
     for index, (label, score, expected) in enumerate(scores, start=1):
-        got = attempt(reader, score)
-        if got not in (True, False) or bool(got) != expected:  # numpy booleans are fine
-            raise ExerciseMismatch(f"case {index} ({label}): expected {expected}, got {got!r}")
+        got = attempt(reader, _scored(score))
+        problem = judge(expected, got)  # numpy booleans are fine
+        if problem:
+            raise ExerciseMismatch(f"case {index} of {len(scores)} ({label}): {problem}")
     return f"all {len(scores)} score functions classified correctly."
 
 
