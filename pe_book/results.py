@@ -40,6 +40,7 @@ __all__ = [
     "STUDIED",
     "Runs",
     "StudyResult",
+    "TaskRuns",
     "cheapest_keeper",
     "degradation",
     "extra_context_cost",
@@ -435,3 +436,76 @@ class Runs:
             raise ValueError(f"{method} and the reference {reference_method} share no seed")
         mine = self.full_context_loss(method, seeds)
         return crossed_interval(mine - reference.full_context_loss(reference_method, seeds))
+
+    def bin_losses(self, method: str, seeds: tuple[int, ...] | None = None) -> np.ndarray:
+        """(seeds, segments, bins): the longest windows' loss per bin of ``unit`` targets,
+        full context (bin 0 is the training length's own positions)."""
+        seeds = self.seeds(method) if seeds is None else seeds
+        if not self.runs_at(method, max(self.lengths)):
+            raise ValueError(f"{method} cannot run the longest windows")
+        return np.array(
+            [self._runs(method)[seed]["full_by_bin"] for seed in seeds], dtype=np.float64
+        )
+
+    def loss_by_bin(self, method: str) -> list[Interval]:
+        """The interval of the mean loss in each bin of ``unit`` positions of the longest
+        windows (section 11.5's curves)."""
+        losses = self.bin_losses(method)
+        return [crossed_interval(losses[:, :, b]) for b in range(losses.shape[2])]
+
+
+# ---- the algorithmic tasks: results/study/tasks/<task>/seed<N>/<method>.json --------------
+
+
+@dataclass(frozen=True)
+class TaskRuns:
+    """The tasks' runs: task -> method -> seed -> record (chapter 11, section 11.7)."""
+
+    records: dict[str, dict[str, dict[int, dict[str, Any]]]]
+
+    @classmethod
+    def load(cls, root: str | Path = RESULTS) -> TaskRuns:
+        folder = Path(root) / "study" / "tasks"
+        records: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
+        for path in sorted(folder.glob("*/seed*/*.json")):
+            record = json.loads(path.read_text(encoding="utf-8"))
+            if record.get("position") not in POSITIONS or "solved" not in record:
+                raise ValueError(f"{path}: not a task record")
+            task, seed = path.parent.parent.name, int(path.parent.name.removeprefix("seed"))
+            records.setdefault(task, {}).setdefault(record["position"], {})[seed] = record
+        if not records:
+            raise FileNotFoundError(f"no task runs in {folder}")
+        ordered = {
+            task: {m: by_method[m] for m in POSITIONS if m in by_method}
+            for task, by_method in records.items()
+        }
+        return cls(ordered)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(self.records)
+
+    def methods(self, task: str) -> tuple[str, ...]:
+        return tuple(self.records[task])
+
+    def seeds(self, task: str, method: str) -> tuple[int, ...]:
+        return tuple(sorted(self.records[task][method]))
+
+    def config(self, task: str) -> dict[str, Any]:
+        return next(iter(next(iter(self.records[task].values())).values()))["config"]
+
+    def solved(self, task: str, method: str, size: int) -> np.ndarray | None:
+        """(seeds, problems) of 1 (solved) and 0; None if the method cannot run the size.
+        The test problems are the same for every seed and method, so they are crossed."""
+        rows = [r["solved"][str(size)] for r in self.records[task][method].values()]
+        if any(row is None for row in rows):
+            return None
+        return np.array([[c == "1" for c in row] for row in rows], dtype=np.float64)
+
+    def accuracy(self, task: str, method: str, sizes: range | list[int]) -> Interval | None:
+        """Exact-match accuracy over the given sizes, with its interval (seeds × problems,
+        the sizes' problems side by side); None if any size cannot run."""
+        parts = [self.solved(task, method, n) for n in sizes]
+        if any(part is None for part in parts):
+            return None
+        return crossed_interval(np.concatenate(parts, axis=1))

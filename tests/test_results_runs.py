@@ -97,3 +97,31 @@ def test_a_wider_margin_never_makes_a_verdict_harsher(runs):
     harsh = {ContextEffect.HURTS: 2, ContextEffect.UNDECIDED: 1}
     narrow, wide = report.effects(runs, 0.001), report.effects(runs, 1.0)
     assert all(harsh.get(wide[m], 0) <= harsh.get(narrow[m], 0) for m in narrow)
+
+
+def test_bins_give_back_the_full_context_loss(runs):
+    bins = runs.bin_losses("alibi")
+    assert bins.shape[:2] == (2, 4)
+    assert np.allclose(bins[:, :, 1:].mean(2), runs.full_context_loss("alibi"))
+    assert len(runs.loss_by_bin("alibi")) == bins.shape[2]
+
+
+def test_task_runs_read_every_problem(tmp_path):
+    from pe_book import tasks
+
+    config = tasks.TaskConfig(
+        steps=2, batch=4, dim=16, n_heads=2, train_size=2, test_size=3, test_count=4
+    )
+    tasks.run_tasks(
+        ("copy",), (0, 1), ("alibi", "learned"), root=tmp_path, config=config, progress=False
+    )
+    runs = results.TaskRuns.load(tmp_path)
+    assert runs.tasks == ("copy",) and runs.methods("copy") == ("learned", "alibi")
+    assert runs.seeds("copy", "alibi") == (0, 1)
+    solved = runs.solved("copy", "alibi", 3)
+    assert solved.shape == (2, 4) and set(np.unique(solved)) <= {0.0, 1.0}
+    assert runs.solved("copy", "learned", 3) is None  # past its table
+    assert runs.accuracy("copy", "learned", range(1, 4)) is None
+    assert runs.accuracy("copy", "alibi", [1, 2]).mean == pytest.approx(
+        np.concatenate([runs.solved("copy", "alibi", n) for n in (1, 2)], 1).mean()
+    )
