@@ -115,12 +115,18 @@ def check_recover_positions(reader: Callable[[torch.Tensor], torch.Tensor]) -> N
 
 
 def _weights() -> list[tuple[str, torch.Tensor, int]]:
-    """(description, weight W with a null space, seq_len)."""
+    """(description, weight W with a null space, seq_len): one symmetric W, two that are not."""
     generator = torch.Generator().manual_seed(2)
     basis = torch.linalg.qr(torch.randn(4, 4, generator=generator, dtype=torch.float64))[0]
     projection = basis[:, :3] @ basis[:, :3].T  # symmetric, rank 3
+    tall = torch.randn(4, 3, generator=generator, dtype=torch.float64)
+    wide = torch.randn(3, 4, generator=generator, dtype=torch.float64)
+    left = torch.randn(6, 4, generator=generator, dtype=torch.float64)
+    right = torch.randn(4, 6, generator=generator, dtype=torch.float64)
     return [
         ("a symmetric W (4 × 4, rank 3)", projection, 5),
+        ("a W that is not symmetric (4 × 4, rank 3)", tall @ wide, 5),
+        ("a W that is not symmetric (6 × 6, rank 4)", left @ right, 7),
     ]
 
 
@@ -168,4 +174,4 @@ def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor
                 )
             note = float32_note(answer, positions.double())
             raise ExerciseMismatch(f"{problem}. {note}" if note else problem)
-    return f"{weights[0][2]} distinct vectors, all invisible to the layer."
+    return f"distinct vectors invisible to each of the {len(weights)} layers."

@@ -78,11 +78,11 @@ def check_longest_wavelength(reader: Callable[[int, float], float]) -> None:
         return float(sinusoidal.wavelengths(dim, base)[-1])
 
     sizes = [
-        (2, 10000.0, "one pair"),
         (8, 10000.0, "d = 8"),
         (128, 10000.0, "d = 128"),
         (512, 10000.0, "the paper's d = 512"),
         (64, 500000.0, "Llama 3's base"),
+        (2, 10000.0, "one pair, whose wavelength is 2π for every base"),
     ]
     check(
         "longest_wavelength",

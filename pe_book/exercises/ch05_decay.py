@@ -100,6 +100,10 @@ def check_reach(reader: Callable[[int, float, float], int]) -> None:
             (16, 1e3, 0.0, "d = 16"),
             (64, 10000.0, 1.0, "a level the profile meets exactly"),
             (64, 10000.0, -1.0, "a level never reached"),
+            # first reached at r = 72,347 (margins: 2e-3 above before it, 3e-4 below at it)
+            (64, 10000.0, -0.419, "a level first reached far away"),
+            # first reached at r = 176,152, past the search (margins 7e-3 and 3e-4)
+            (16, 100.0, -0.95, "a level first reached far away"),
         ]
     ]
     check("reach", lambda *a: whole_number(reader(*a), "positions"), reference, cases, atol=0.0)

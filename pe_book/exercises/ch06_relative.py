@@ -59,6 +59,8 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
         (False, 32, 128, "T5's settings, causal"),
         (True, 16, 64, "fewer buckets"),
         (False, 8, 20, "a short max_distance"),
+        # |r| = 8, 16, 64 sit on bucket edges that a float64 logarithm moves
+        (True, 18, 128, "18 buckets, where |r| = 8, 16 and 64 sit on bucket edges"),
     ]
     cases = [
         Case(

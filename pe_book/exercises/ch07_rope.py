@@ -28,6 +28,7 @@ def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Ten
     for dim, positions, kind in [
         (4, torch.arange(4), "positions 0..3"),
         (2, torch.arange(1), "one position, one pair"),
+        (16, torch.tensor([0, 1, 2, 1001, 30001]), "positions from 0 to 30,001"),
         (8, torch.arange(100, 105), "positions that do not start at 0"),
         (16, torch.arange(30000, 30003), "positions past 30,000"),
     ]:

@@ -87,6 +87,7 @@ def check_mean_distance(reader: Callable[[float, int], float]) -> None:
             (1 / 256, 100, "a shallow head, m below its reach"),
             (1 / 256, 5000, "a shallow head far into the text"),
             (0.0, 10, "slope 0: uniform weights"),
+            (1e-9, 10, "a tiny slope, where 1/(e^s - 1) is about 10^9"),
         ]
     ]
     check("mean_distance", reader, reference, cases, atol=1e-9)

@@ -21,6 +21,11 @@ def check_perplexity(reader: Callable[[list[float]], float]) -> None:
             "losses [ln 4, ln 4, ln 4] nats: three at probability 1/4",
             kind="equal losses",
         ),
+        Case(
+            ([0.1, 0.2, 3.0],),
+            "losses [0.1, 0.2, 3.0] nats",
+            kind="skewed losses: their mean is neither their median nor their midrange",
+        ),
         Case(([0.5, 1.5, 2.5],), "losses [0.5, 1.5, 2.5] nats", kind="symmetric losses"),
     ]
     check("perplexity", reader, study.perplexity, cases, atol=0.0, rtol=1e-6)

@@ -176,5 +176,11 @@ def check_cheapest_keeper(
             ({**extra, "sinusoidal": -0.4}, {**cost, "sinusoidal": 1.0}, 0.02),
             "tolerance 0.02, sinusoidal 0.4 nats *better* with the full context",
         ),
+        # exactly at the tolerance (0.0625 is exact in binary): "at most" keeps Shaw
+        Case(
+            ({**extra, "shaw": 0.0625}, {**cost, "shaw": 1.1}, 0.0625),
+            "tolerance 0.0625, a cheaper Shaw whose extra loss is 0.0625",
+            kind="a method exactly at the tolerance",
+        ),
     ]
     check("cheapest_keeper", reader, results.cheapest_keeper, cases)
