@@ -14,6 +14,8 @@
 #   make screenshot [PAGE="05_decay 09_alibi"]   render chapter pages in headless Chromium to screenshots/
 #   make slides       every chapter as offline reveal.js slides in build/slides/ (npm fetches reveal.js once)
 #   make browser-check   build the book, then open every chapter in headless Chromium (tests/test_book_in_browser.py)
+#   make pdf    the whole book as one PDF, build/pdf/book.pdf (XeLaTeX; installs Debian's TeX as root)
+#   make pdf-check    build the PDF and run tests/test_pdf.py on it (a step of make test)
 #   make check-lock   every pin but torch installs from PyPI alone (needs the network; not part of make test)
 
 SHELL := /bin/bash
@@ -28,6 +30,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export HF_HUB_OFFLINE := 1
 
 .PHONY: env book test lint unit nbval stress html-check lab execute annotate git-nbdime lock screenshot slides clean
+.PHONY: pdf pdf-check
 
 env: $(STAMP)
 
@@ -57,7 +60,7 @@ book: $(STAMP)
 	$(BIN)/python tools/book.py build --execute
 
 test: $(STAMP)
-	$(MAKE) --no-print-directory lint unit nbval html-check
+	$(MAKE) --no-print-directory lint unit nbval html-check pdf-check
 
 lint: $(STAMP)
 	$(BIN)/ruff check pe_book tests tools notebooks
@@ -78,6 +81,27 @@ stress: $(STAMP)
 
 html-check: $(STAMP)
 	$(BIN)/python tools/book.py build --no-execute
+
+# The PDF (tools/pdf.py): Jupyter Book's LaTeX route with XeLaTeX, from the stored outputs.
+# `tools/pdf.py install` apt-gets Debian's TeX packages when they are missing (as root; else
+# it prints the command).
+pdf: $(STAMP)
+	$(BIN)/python tools/pdf.py install
+	$(BIN)/python tools/pdf.py build
+
+# make test's PDF step: without TeX it is skipped with a warning, except under CI=true
+# (.ci/run installs TeX first), where a missing TeX fails the run.
+pdf-check: $(STAMP)
+	@if $(BIN)/python tools/pdf.py missing > /dev/null; then \
+		$(BIN)/python tools/pdf.py build && \
+		PE_BOOK_PDF=$(CURDIR)/build/pdf/book.pdf $(BIN)/python -m pytest tests/test_pdf.py -q -n 0; \
+	elif [ -n "$$CI" ] && [ "$$CI" != "false" ] && [ "$$CI" != "0" ]; then \
+		echo "CI=true but no TeX for the PDF: $$($(BIN)/python tools/pdf.py missing | tr '\n' ' ')" >&2; \
+		exit 1; \
+	else \
+		echo "PDF CHECK SKIPPED: no TeX here ($$($(BIN)/python tools/pdf.py missing | tr '\n' ' '));" \
+			"make pdf installs it as root" >&2; \
+	fi
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -54,13 +54,26 @@ CDN_WORDS = re.compile(
 )
 
 
-def toc_chapters() -> list[str]:
-    """Notebook stems in table-of-contents order (root first)."""
+def toc_pages() -> list[str]:
+    """Every page of the table of contents in its order (root first): chapters and appendices."""
     toc = yaml.safe_load((NOTEBOOKS / "_toc.yml").read_text())
     stems = [toc["root"]]
     for part in toc.get("parts", []):
         stems += [entry["file"] for entry in part.get("chapters", [])]
     return stems
+
+
+def toc_chapters() -> list[str]:
+    """Notebook stems in table-of-contents order (root first); appendix pages (.md) left out."""
+    return [stem for stem in toc_pages() if (NOTEBOOKS / f"{stem}.ipynb").is_file()]
+
+
+def page_title(stem: str) -> str:
+    """A page's title: the first heading of its notebook, or of its Markdown file."""
+    if (NOTEBOOKS / f"{stem}.ipynb").is_file():
+        return notebook_title_and_figures(stem)[0]
+    text = (NOTEBOOKS / f"{stem}.md").read_text(encoding="utf-8")
+    return re.search(r"^# (.+)$", text, re.M).group(1).strip()
 
 
 def markdown_tables(stem: str) -> int:
@@ -167,6 +180,7 @@ def build(execute: bool, out: Path | None = None) -> int:
     config = yaml.safe_load((NOTEBOOKS / "_config.yml").read_text())
     config["execute"]["execute_notebooks"] = "force" if execute else "off"
     _default_colour_mode(config)
+    absolute_local_extensions(config)
     build_root = (out or NOTEBOOKS).resolve()
     shutil.rmtree(build_root / "_build", ignore_errors=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -194,6 +208,17 @@ def build(execute: bool, out: Path | None = None) -> int:
         print("jupyter-book build failed", file=sys.stderr)
         return result.returncode
     return report(build_root / "_build" / "html")
+
+
+def absolute_local_extensions(config: dict) -> None:
+    """Make ``sphinx.local_extensions`` paths absolute (relative to notebooks/).
+
+    Jupyter Book resolves them against the folder of the config file it is given,
+    and the builds here pass a modified copy from a temporary folder.
+    """
+    extensions = config.get("sphinx", {}).get("local_extensions") or {}
+    for name, path in extensions.items():
+        extensions[name] = str((NOTEBOOKS / path).resolve())
 
 
 def _default_colour_mode(config: dict) -> None:
