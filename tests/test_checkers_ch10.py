@@ -29,6 +29,13 @@ def _margin(kernel, basis="orthonormal", what="zero-sum"):
     return float(torch.linalg.eigvalsh(differences.T @ kernel @ differences)[0])
 
 
+def _margin32(kernel):  # the right method, in float32
+    differences = torch.eye(kernel.shape[0])[:, :-1]
+    differences[-1] = -1.0
+    basis, _ = torch.linalg.qr(differences)
+    return torch.linalg.eigvalsh(basis.T @ kernel.float() @ basis)[0]
+
+
 def _margin_by_sampling(kernel, count=500):
     vectors = torch.randn(count, kernel.shape[0], dtype=F64)
     vectors = vectors - vectors.mean(1, keepdim=True)
@@ -138,3 +145,32 @@ def test_the_reader_cannot_change_the_checkers_inputs(capsys):
 
     exercises.check_cope_positions(vandal)
     assert "agree" in capsys.readouterr().out
+
+
+# ---- the book's answer policy (pe_book.exercises.grading) ------------------------------
+
+
+def test_a_dtype_or_container_alone_never_fails(capsys):
+    exercises.check_p_rope_frequencies(lambda d, p, b: _p_rope(d, p, b).tolist())
+    exercises.check_p_rope_frequencies(lambda d, p, b: _p_rope(d, p, b).numpy())
+    exercises.check_cope_positions(lambda q, k: _cope(q.float(), k.float()))  # float32
+    assert capsys.readouterr().out.count("agree") == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [
+        ("cpd_margin", lambda k: _margin32(k)),
+        ("p_rope_frequencies", lambda d, p, b: _p_rope(d, p, b, dtype=torch.float32)),
+    ],
+)
+def test_float32_is_named_where_precision_is_the_point(name, answer):
+    with pytest.raises(exercises.ExerciseMismatch, match="float32"):
+        getattr(exercises, f"check_{name}")(answer)
+
+
+def test_a_miss_is_located_without_printing_the_expected_values():
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        exercises.check_cope_positions(lambda q, k: _cope(q, k, include_key=False))
+    message = str(raised.value)
+    assert "query m = 0, key n = 0" in message and "tensor(" not in message
