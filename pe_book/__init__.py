@@ -23,6 +23,8 @@ Position methods (each registers itself with ``pe_book.positions``)
 - ``pe_book.rope_scaling``  RoPE's context-extension schemes: PI, NTK, YaRN, Llama 3,
                             LongRoPE, partial rotary (ch. 08)
 - ``pe_book.alibi``         ALiBi's slopes and bias, materialised or fused (ch. 09, 12)
+- ``pe_book.bias_attention`` causal attention reading a bias per offset inside a C kernel
+                            (``_bias_attention.c``): ALiBi, T5, KERPLE, FIRE, Shaw (ch. 12)
 
 Methods that change what position means (ch. 10; chapter 11's study trains each of them,
 ``python -m pe_book.study``, NoPE as the position method ``none``)
@@ -54,6 +56,8 @@ The model, the studies and their results
                             (ch. 12)
 - ``pe_book.bench``         the RoPE and ALiBi benchmarks and their speed targets (ch. 12;
                             ``python -m pe_book.bench``)
+- ``pe_book.cli``           one command line for all of them: ``python -m pe_book study``,
+                            ``tasks``, ``cost``, ``bench`` (ch. 11, 12)
 
 The book around the code
 - ``pe_book.claims``        the registry of the sources' claims, their evidence (one module per

@@ -128,7 +128,12 @@ MEMORY_REGIMES: dict[str, dict[str, str]] = {
 
 
 def rope_benchmark_in_processes(
-    processes: int = 5, threads: int = 2, repeats: int = 20, memory: str = "fresh"
+    processes: int = 5,
+    threads: int = 2,
+    repeats: int = 20,
+    memory: str = "fresh",
+    *,
+    progress: bool = False,
 ) -> list[tuple[str, float, float, float, float]]:
     """Run :func:`rope_benchmark` in ``processes`` new Python processes.
 
@@ -142,12 +147,15 @@ def rope_benchmark_in_processes(
     or ``"reused"`` (outputs land in memory freed by the previous call; the copy
     costs least). Each process sets the
     regime through glibc's environment variables (on other C libraries they are
-    ignored and the regime is whatever the allocator does).
+    ignored and the regime is whatever the allocator does). ``progress`` shows a bar
+    on stderr (the command line's; off in the chapters).
     """
+    from tqdm import tqdm
+
     validate_choice("memory", memory, tuple(MEMORY_REGIMES))
     environment = {**os.environ, **MEMORY_REGIMES[memory]}
     runs = []
-    for _ in range(processes):
+    for _ in tqdm(range(processes), desc=f"RoPE, {memory} pages", disable=not progress):
         command = [
             sys.executable,
             "-m",
@@ -314,7 +322,7 @@ def main(argv: list[str]) -> int:
     tables = {}
     for memory in memories:
         tables[memory] = table = rope_benchmark_in_processes(
-            args.processes, args.threads, args.repeats, memory
+            args.processes, args.threads, args.repeats, memory, progress=True
         )
         print(f"\n{memory} output memory")
         print(f"{'method':<34} {'median ms':>9} {'x copy':>7}  {'x copy min..max':>15}")

@@ -83,15 +83,21 @@ def cost_study(
     repeats: int = 5,
     positions: tuple[str, ...] = STUDIED,
     threads: int = 2,
+    progress: bool = False,
 ) -> list[CostRow]:
-    """Rows of (L, method) timings and memory; "none" must be among ``positions``."""
+    """Rows of (L, method) timings and memory; "none" must be among ``positions``.
+
+    ``progress`` shows a bar over the lengths on stderr (the command line's).
+    """
+    from tqdm import tqdm
+
     if "none" not in positions:
         raise ValueError("positions must include 'none' (the baseline of every ratio)")
     batch = validate_int("batch", batch, minimum=1)
     repeats = validate_int("repeats", repeats, minimum=1)
     rows = []
     threads_before = torch.get_num_threads()
-    for seq_len in seq_lens:
+    for seq_len in tqdm(seq_lens, desc="cost, lengths", disable=not progress):
         seq_len = validate_int("seq_len", seq_len, minimum=1)
         seed_everything(0)
         torch.set_num_threads(threads)
@@ -159,7 +165,7 @@ def print_cost(quick: bool, kernels: bool, out: Path | None) -> None:
 
     seq_lens, repeats = ((64, 128), 2) if quick else ((256, 1024), 5)
     start = time.perf_counter()
-    rows = cost_study(seq_lens, repeats=repeats)
+    rows = cost_study(seq_lens, repeats=repeats, progress=True)
     if out is not None:
         record = {
             "schema": SCHEMA_VERSION,
