@@ -51,8 +51,8 @@ from pe_book.exercises.ch02_taylor import (
 from pe_book.exercises.ch03_sinusoidal import (
     check_base_for_wavelength,
     check_layout_permutation,
-    check_longest_wavelength,
     check_sinusoidal_table,
+    check_turning_pairs,
 )
 from pe_book.exercises.ch04_trig import (
     check_bilinear_terms,
@@ -91,6 +91,7 @@ from pe_book.exercises.ch10_beyond import (
     check_p_rope_frequencies,
 )
 from pe_book.exercises.ch11_study import (
+    check_context_effect,
     check_degradation,
     check_perplexity,
     check_short_context_fraction,
@@ -117,6 +118,7 @@ __all__ = [
     "check_bilinear_terms",
     "check_cheapest_keeper",
     "check_circle_solution",
+    "check_context_effect",
     "check_cope_positions",
     "check_cpd_margin",
     "check_decay_bound",
@@ -132,7 +134,6 @@ __all__ = [
     "check_layout_conversion",
     "check_layout_permutation",
     "check_llama3_frequencies",
-    "check_longest_wavelength",
     "check_mean_distance",
     "check_mla_cache_ratio",
     "check_ntk_frequencies",
@@ -153,4 +154,5 @@ __all__ = [
     "check_sinusoidal_table",
     "check_t5_bucket",
     "check_taylor_terms",
+    "check_turning_pairs",
 ]

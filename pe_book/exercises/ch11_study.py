@@ -1,14 +1,19 @@
-"""Chapter 11 (extrapolation): perplexity, the early-token share, degradation."""
+"""Chapter 11 (extrapolation): perplexity, the early-token share, degradation, verdicts."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 
-from pe_book import results, study
+from pe_book import intervals, results, study
 from pe_book.exercises.grading import Case, check
 
-__all__ = ["check_degradation", "check_perplexity", "check_short_context_fraction"]
+__all__ = [
+    "check_context_effect",
+    "check_degradation",
+    "check_perplexity",
+    "check_short_context_fraction",
+]
 
 
 def check_perplexity(reader: Callable[[list[float]], float]) -> None:
@@ -67,3 +72,30 @@ def check_degradation(reader: Callable[[dict[str, float | None], int], float | N
         return None if got is None else float(got)
 
     check("degradation", answer, results.degradation, cases, atol=1e-12)
+
+
+def check_context_effect(reader: Callable[[float, float, float], str]) -> None:
+    """Chapter 11: ``reader(low, high, margin)``: the verdict on the extra context from
+    the ends of its cost's interval: "uses it", "keeps its quality", "hurt by it" or
+    "inconclusive" (section 11.3's rules, :func:`pe_book.intervals.context_effect`)."""
+
+    def reference(low: float, high: float, margin: float) -> str:
+        found = intervals.Interval((low + high) / 2, low, high, 10.0, 0.95, "seeds and text")
+        return str(intervals.context_effect(found, margin))
+
+    rows = [
+        ((-0.05, -0.02, 0.01), "the whole interval below minus the margin"),
+        ((-0.05, 0.01, 0.01), "the upper end exactly at the margin"),
+        ((-0.03, -0.01, 0.01), "the upper end exactly at minus the margin"),
+        ((-0.01, 0.005, 0.01), "inside the margin on both sides"),
+        ((0.015, 0.03, 0.01), "the whole interval above the margin"),
+        ((0.01, 0.03, 0.01), "the lower end exactly at the margin"),
+        ((0.005, 0.03, 0.01), "across the margin, its mean above it"),
+        ((-0.02, 0.02, 0.005), "wider than both margins"),
+        ((-0.001, 0.0, 0.0), "a zero margin"),
+    ]
+    cases = [
+        Case(args, f"low={args[0]}, high={args[1]}, margin={args[2]}", kind=kind)
+        for args, kind in rows
+    ]
+    check("context_effect", reader, reference, cases)
