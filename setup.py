@@ -1,8 +1,10 @@
-"""Builds pe_book's one compiled module; everything else is in pyproject.toml.
+"""Builds pe_book's two compiled modules; everything else is in pyproject.toml.
 
-pe_book._rope_kernel: the fused half-layout RoPE loop (chapter 12, section 12.6).
+pe_book._rope_kernel: the fused RoPE loop (chapter 12, section 12.6).
+pe_book._bias_attention: causal attention reading a relative bias per offset inside
+the kernel (ALiBi, T5, KERPLE, FIRE, Shaw et al.; chapter 12, section 12.7).
 Plain C against Python's headers only (no PyTorch headers, so building needs
-no torch and takes about a second); OpenMP shares its rows among threads.
+no torch and takes seconds); OpenMP shares the work among threads.
 """
 
 import sys
@@ -24,6 +26,14 @@ setup(
             extra_compile_args=["-O3", "-std=c11", *openmp],
             extra_link_args=openmp,
             optional=not linux,
-        )
+        ),
+        Extension(
+            "pe_book._bias_attention",
+            sources=["pe_book/_bias_attention.c"],
+            depends=["pe_book/_bias_attention_body.h"],
+            extra_compile_args=["-O3", "-std=c11", *openmp],
+            extra_link_args=openmp,
+            optional=not linux,
+        ),
     ]
 )

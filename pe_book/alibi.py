@@ -33,7 +33,10 @@ __all__ = [
     "alibi_bias",
     "alibi_reach",
     "alibi_slopes",
+    "alibi_table",
     "bias_only_weights",
+    "extra_coordinate_attention",
+    "flex_alibi_attention",
     "flex_attention_available",
     "mean_distance",
     "row_constant_bias",
@@ -93,6 +96,17 @@ def alibi_bias(
     n = torch.arange(k_len, dtype=slopes.dtype)[None, :]  # (1, k_len)
     distance = m - n if causal else (m - n).abs()  # (q_len, k_len)
     return -slopes[:, None, None] * distance  # (n_heads, q_len, k_len)
+
+
+def alibi_table(k_len: int, slopes: torch.Tensor) -> torch.Tensor:
+    """The causal bias per offset, -s_h · r for r = 0 .. k_len - 1: shape (n_heads, k_len).
+
+    What :func:`alibi_bias` holds on and below the diagonal, one row per head instead of
+    an L × L matrix; :mod:`pe_book.bias_attention` reads it inside its kernel. Chapter 12.
+    """
+    k_len = validate_int("k_len", k_len, minimum=1)
+    slopes = _check_slopes(slopes)
+    return -slopes[:, None] * torch.arange(k_len, dtype=slopes.dtype)  # (n_heads, k_len)
 
 
 def row_constant_bias(k_len: int, slopes: torch.Tensor) -> torch.Tensor:
@@ -168,7 +182,7 @@ def _compiled_flex() -> Callable[..., torch.Tensor]:
 
 
 @functools.lru_cache(maxsize=32)
-def _block_mask(q_len: int, k_len: int, device: str) -> object:
+def _block_mask(q_len: int, k_len: int, device: str, block_size: int) -> object:
     from torch.nn.attention.flex_attention import create_block_mask
 
     start = query_start(q_len, k_len)
@@ -176,15 +190,27 @@ def _block_mask(q_len: int, k_len: int, device: str) -> object:
     def sees(b: torch.Tensor, h: torch.Tensor, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
         return j <= i + start
 
-    return create_block_mask(sees, None, None, q_len, k_len, device=device)
+    return create_block_mask(sees, None, None, q_len, k_len, device=device, BLOCK_SIZE=block_size)
 
 
-def _fused(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor, causal: bool
+def flex_alibi_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    slopes: torch.Tensor,
+    *,
+    causal: bool = True,
+    block_size: int = 128,
 ) -> torch.Tensor:
-    """FlexAttention: the bias is computed per score inside the kernel, never stored."""
+    """ALiBi through PyTorch's FlexAttention: the bias is a ``score_mod`` applied to each
+    score inside a kernel that ``torch.compile`` generates (seconds per new shape, then
+    cached); a block mask of ``block_size`` skips the blocks above the diagonal. No L × L
+    tensor; forward only on the CPU (torch 2.13 has no CPU backward). Chapter 12."""
+    validate_tensor("q", q, ndim=4, floating=True)
+    if causal and q.shape[-2] > k.shape[-2]:
+        raise ValueError(f"q_len must be <= k_len when causal, got {q.shape[-2]} > {k.shape[-2]}")
     start = query_start(q.shape[-2], k.shape[-2])
-    s = slopes.to(q.dtype)
+    s = _check_slopes(slopes).to(q.dtype)
 
     def score_mod(
         score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, i: torch.Tensor, j: torch.Tensor
@@ -192,8 +218,41 @@ def _fused(
         distance = i + start - j
         return score - s[h] * (distance if causal else distance.abs())
 
-    block_mask = _block_mask(q.shape[-2], k.shape[-2], str(q.device)) if causal else None
+    block_mask = (
+        _block_mask(q.shape[-2], k.shape[-2], str(q.device), block_size) if causal else None
+    )
     return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=block_mask)
+
+
+def extra_coordinate_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor
+) -> torch.Tensor:
+    """Causal ALiBi through PyTorch's plain causal attention, with two extra coordinates.
+
+    In causal attention -s_h (m - n) = s_h n - s_h m, and s_h m is the same for every key
+    of query m (:func:`row_constant_bias`). So q_m gains the coordinates (1, -s_h m) and
+    k_n gains (s_h n, 1): their product adds s_h n - s_h m = -s_h (m - n) to q_m · k_n, and
+    ``scaled_dot_product_attention(is_causal=True)`` runs unchanged (v gains two zero
+    columns: its kernel wants one head size). The coordinates come *first*, and q is
+    scaled by 1/√d beforehand (``scale=1``): the matrix product adds s_h n - s_h m
+    (each exact for power-of-two slopes) before q · k, so the logits that matter stay
+    small; placed last, q · k would be rounded at the size of s_h m, up to s_h L
+    (tests/test_alibi.py measures both). q_len = k_len only. Chapter 12.
+    """
+    validate_tensor("q", q, ndim=4, floating=True)
+    batch, heads, seq_len, dim = q.shape
+    if k.shape[-2] != seq_len:
+        raise ValueError(f"q_len must equal k_len, got {seq_len} and {k.shape[-2]}")
+    s = _check_slopes(slopes).to(q.dtype)[:, None]  # (H, 1)
+    position = torch.arange(seq_len, dtype=q.dtype)
+    ones = torch.ones(heads, seq_len, dtype=q.dtype)
+    q_extra = torch.stack((ones, -s * position), -1).expand(batch, -1, -1, -1)  # (B, H, L, 2)
+    k_extra = torch.stack((s * position, ones), -1).expand(batch, -1, -1, -1)
+    q2 = torch.cat((q_extra, q / math.sqrt(dim)), -1)  # (B, H, L, d + 2)
+    k2 = torch.cat((k_extra, k), -1)
+    v2 = torch.nn.functional.pad(v, (0, 2))
+    out = torch.nn.functional.scaled_dot_product_attention(q2, k2, v2, is_causal=True, scale=1.0)
+    return out[..., : v.shape[-1]]
 
 
 def alibi_attention(
@@ -212,11 +271,10 @@ def alibi_attention(
     keys (KV-cache decoding), matching ``attention(causal=True)``.
 
     fused=False holds an (H, q_len, k_len) bias in memory: simple, for teaching.
-    fused=True uses FlexAttention compiled with ``torch.compile`` (seconds of
-    compilation per new shape, then cached): the bias is computed inside the
-    kernel and no L × L tensor exists. Where FlexAttention cannot be imported,
-    fused=True falls back to the materialised path (``flex_attention_available()`` says
-    which one runs).
+    fused=True never stores it: causal attention reads the bias per offset,
+    :func:`alibi_table`, inside pe_book's kernel (:mod:`pe_book.bias_attention`,
+    chapter 12; forward and backward); the bidirectional variant uses FlexAttention
+    (:func:`flex_alibi_attention`, forward only on the CPU) where it can be imported.
     """
     validate_tensor("q", q, min_ndim=3, floating=True)
     slopes = _check_slopes(slopes)
@@ -225,13 +283,13 @@ def alibi_attention(
             f"slopes must have one entry per head: q has {q.shape[-3]} heads (dim -3), "
             f"got {slopes.shape[0]} slopes"
         )
+    if fused and causal and q.dim() == 4:
+        from pe_book.bias_attention import bias_attention
+
+        table = alibi_table(k.shape[-2], slopes.to(q.dtype))  # (H, k_len)
+        return bias_attention(q, k, v, table[None, :, None, :])
     if fused and flex_attention_available():
-        validate_tensor("q", q, ndim=4, floating=True)
-        if causal and q.shape[-2] > k.shape[-2]:
-            raise ValueError(
-                f"q_len must be <= k_len when causal, got {q.shape[-2]} > {k.shape[-2]}"
-            )
-        return _fused(q, k, v, slopes, causal)
+        return flex_alibi_attention(q, k, v, slopes, causal=causal)
     bias = alibi_bias(q.shape[-2], k.shape[-2], slopes.to(q.dtype), causal=causal)
     return attention(q, k, v, bias=bias, causal=causal)
 
@@ -250,3 +308,6 @@ class AlibiPositions(PositionMethod):
         self, q_len: int, k_len: int, dtype: torch.dtype, start: int | None = None
     ) -> torch.Tensor:
         return alibi_bias(q_len, k_len, self.slopes.to(dtype), start=start)  # (H, q, k)
+
+    def relative_bias(self, k_len: int, dtype: torch.dtype) -> torch.Tensor:
+        return alibi_table(k_len, self.slopes.to(dtype))  # (H, k_len): -s_h r

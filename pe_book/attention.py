@@ -226,12 +226,23 @@ class MultiHeadSelfAttention(nn.Module):
         causal: bool = False,
         rotate: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
         | None = None,
+        table: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``rotate(q, k)`` turns queries and keys before the scores (RoPE, chapter 7)."""
+        """``rotate(q, k)`` turns queries and keys before the scores (RoPE, chapter 7);
+        ``table`` (H, nb) is a causal bias per offset r = m - n, read inside the kernel of
+        :mod:`pe_book.bias_attention` (chapter 12) instead of an L × L ``bias``."""
         q, k, v, unbatched = self._heads(x)
         if rotate is not None:
             q, k = rotate(q, k)
-        y = merge_heads(attention(q, k, v, bias=bias, causal=causal))  # (batch, seq, dim)
+        if table is not None:
+            if not causal or bias is not None:
+                raise ValueError("table is a causal bias: pass causal=True and no bias")
+            from pe_book.bias_attention import bias_attention  # imports this module
+
+            z = bias_attention(q, k, v, table[None, :, None, :])  # (batch, H, seq, d_head)
+        else:
+            z = attention(q, k, v, bias=bias, causal=causal)
+        y = merge_heads(z)  # (batch, seq, dim)
         y = self.out(y)
         return y.squeeze(0) if unbatched else y
 

@@ -201,23 +201,23 @@ def fused_alibi_buffers(
 
 
 def _print_alibi_buffers(shape: list[int]) -> None:
-    from pe_book.alibi import alibi_attention, alibi_slopes
+    from pe_book.alibi import alibi_slopes, flex_alibi_attention
 
     torch.set_num_threads(1)
     q, k, v = torch.randn(3, *shape, generator=torch.Generator().manual_seed(0)).unbind(0)
     slopes = alibi_slopes(shape[1])
-    print(json.dumps(compiled_buffers(lambda: alibi_attention(q, k, v, slopes, fused=True))))
+    print(json.dumps(compiled_buffers(lambda: flex_alibi_attention(q, k, v, slopes))))
 
 
 def _alibi_methods(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor
 ) -> dict[str, Callable[[], object]]:
-    from pe_book.alibi import alibi_attention
+    from pe_book.alibi import alibi_attention, flex_alibi_attention
 
     return {
         "causal SDPA, no bias": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
         "ALiBi, materialised bias": lambda: alibi_attention(q, k, v, slopes),
-        "ALiBi, fused (FlexAttention)": lambda: alibi_attention(q, k, v, slopes, fused=True),
+        "ALiBi, fused (FlexAttention)": lambda: flex_alibi_attention(q, k, v, slopes),
     }
 
 

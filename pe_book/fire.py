@@ -163,6 +163,18 @@ class FireBias(nn.Module):
             q_len, k_len, self.mlp, self.c.abs(), self.threshold, start=start, eps=self.eps
         )
 
+    def table(self, k_len: int) -> torch.Tensor | None:
+        """The bias per offset r = 0 .. k_len - 1, shape (n_heads, k_len), while every query
+        position m < k_len stays within the threshold (m <= L, so the bias depends on
+        m - n alone); None past it. The last query's row, reversed (chapter 12)."""
+        threshold = self.threshold
+        if float(threshold.detach()) < k_len - 1:
+            return None
+        row = fire_bias(
+            1, k_len, self.mlp, self.c.abs(), threshold, start=k_len - 1, eps=self.eps
+        )  # (H, 1, k_len)
+        return row[:, 0].flip(-1)  # column r: offset r
+
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}, hidden={self.hidden}, eps={self.eps}"
 

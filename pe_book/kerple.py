@@ -172,6 +172,13 @@ class KerpleBias(nn.Module):
         self.clamp_parameters()
         return kerple_bias(q_len, k_len, self.r1, self.r2, self.kind, start)
 
+    def table(self, k_len: int) -> torch.Tensor:
+        """The same bias per offset r = 0 .. k_len - 1, shape (n_heads, k_len), after the same
+        clamp: the last query's row of :func:`kerple_bias`, reversed (chapter 12)."""
+        self.clamp_parameters()
+        row = kerple_bias(1, k_len, self.r1, self.r2, self.kind, start=k_len - 1)  # (H, 1, k_len)
+        return row[:, 0].flip(-1)  # column r: offset r
+
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}, kind={self.kind!r}, eps={self.eps}"
 

@@ -8,6 +8,10 @@ default does nothing:
   learned; chapters 3, 6);
 - ``score_bias(q_len, k_len, dtype, start)``: a bias added to every layer's
   scores, (H, q_len, k_len), built once per call (T5, ALiBi; chapters 6, 9);
+  a bias that depends on the offset r = m - n alone may also say so with
+  ``relative_bias(k_len, dtype)``, one number per head and offset, which the model
+  then reads inside its attention kernel (:mod:`pe_book.bias_attention`, chapter 12)
+  instead of building the L × L bias (``ModelConfig(fused=False)`` keeps the plain path);
 - ``rotate(q, k)``: turn queries and keys before their dot product (RoPE, ch. 7);
 - ``make_attention(config)``: bring its own attention layer, and say with
   ``layer_inputs`` what each layer receives (Shaw et al.; chapter 6).
@@ -30,7 +34,7 @@ import torch
 from torch import nn
 
 from pe_book._registry import add
-from pe_book._validate import validate_choice, validate_int
+from pe_book._validate import validate_bool, validate_choice, validate_int
 from pe_book.attention import MultiHeadSelfAttention
 
 __all__ = [
@@ -77,7 +81,8 @@ class ModelConfig:
     Shaw et al.'s clipping distance K; T5 uses 32 causal buckets up to
     ``t5_max_distance``. ``max_len`` is the longest input the model will be asked to
     run (at least ``train_len``); only randomized positions use it, sampling from
-    0 .. max_len - 1 in training (chapter 10).
+    0 .. max_len - 1 in training (chapter 10). ``fused=False`` makes every method take
+    its plain, paper-faithful path instead of its fast one (chapter 12 times both).
     """
 
     position: str
@@ -89,6 +94,7 @@ class ModelConfig:
     shaw_max_offset: int = 16
     t5_max_distance: int = 128
     max_len: int = 1024
+    fused: bool = True
 
     def __post_init__(self) -> None:
         validate_choice("position", self.position, names())
@@ -105,6 +111,7 @@ class ModelConfig:
         validate_int("shaw_max_offset", self.shaw_max_offset, minimum=0)
         validate_int("t5_max_distance", self.t5_max_distance, minimum=1)
         validate_int("max_len", self.max_len, minimum=self.train_len)
+        validate_bool("fused", self.fused)
 
 
 class PositionMethod(nn.Module):
@@ -117,6 +124,7 @@ class PositionMethod(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.n_heads = config.n_heads
+        self.fused = getattr(config, "fused", True)  # a config without it: the fast paths
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """Token embeddings with position added, (batch, L, dim) -> (batch, L, dim)."""
@@ -132,6 +140,16 @@ class PositionMethod(nn.Module):
         """
         return None
 
+    def relative_bias(self, k_len: int, dtype: torch.dtype) -> torch.Tensor | None:
+        """The score bias as a table b[h, r] over offsets r = m - n = 0 .. nb - 1, or None.
+
+        Shape (H, nb), nb <= k_len; every offset r >= nb - 1 takes b[h, nb - 1]. Only for
+        a bias that depends on r alone (ALiBi, T5, KERPLE, FIRE within its threshold); it
+        must equal ``score_bias`` wherever n <= m (tests/test_fast_paths.py). The model
+        then reads it inside the attention kernel (chapter 12) and no L × L bias exists.
+        """
+        return None
+
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Queries and keys (batch, H, L, d_head) as the scores should see them."""
         return q, k
@@ -141,7 +159,11 @@ class PositionMethod(nn.Module):
         return MultiHeadSelfAttention(config.dim, config.n_heads)
 
     def layer_inputs(self, seq_len: int, dtype: torch.dtype) -> dict[str, object]:
-        """What every layer's attention receives besides its input, for one forward call."""
+        """What every layer's attention receives besides its input, for one forward call:
+        the bias table when the method has one and may use it (``fused``), else the bias."""
+        table = self.relative_bias(seq_len, dtype) if self.fused else None
+        if table is not None:
+            return {"table": table, "rotate": self.rotate}  # (H, nb), read in the kernel
         return {"bias": self.score_bias(seq_len, seq_len, dtype), "rotate": self.rotate}
 
     def set_scaling(self, scaling: object | None) -> None:
@@ -154,7 +176,9 @@ class ScoreBiasMethod(PositionMethod):
     """A method whose one hook is a bias module shared by the layers (T5, KERPLE, FIRE).
 
     A subclass sets ``self.bias``, a module with ``forward(q_len, k_len, start)`` that
-    returns (H, q_len, k_len); ``score_bias`` casts it to the scores' dtype.
+    returns (H, q_len, k_len) and ``table(k_len)`` that returns the same bias per offset,
+    (H, nb), or None where it is not a function of the offset alone; ``score_bias`` and
+    ``relative_bias`` cast them to the scores' dtype.
     """
 
     bias: nn.Module
@@ -163,6 +187,10 @@ class ScoreBiasMethod(PositionMethod):
         self, q_len: int, k_len: int, dtype: torch.dtype, start: int | None = None
     ) -> torch.Tensor:
         return self.bias(q_len, k_len, start).to(dtype)  # (H, q_len, k_len)
+
+    def relative_bias(self, k_len: int, dtype: torch.dtype) -> torch.Tensor | None:
+        table = self.bias.table(k_len)  # (H, nb) or None
+        return None if table is None else table.to(dtype)
 
 
 def register(name: str) -> Callable[[type[PositionMethod]], type[PositionMethod]]:

@@ -24,8 +24,9 @@ import math
 import torch
 from torch import nn
 
-from pe_book._validate import validate_int, validate_tensor
+from pe_book._validate import validate_bool, validate_int, validate_tensor
 from pe_book.attention import attention_weights, merge_heads, project_heads, query_start
+from pe_book.bias_attention import bias_attention, can_run
 from pe_book.positions import ModelConfig, PositionMethod, ScoreBiasMethod, register
 
 __all__ = ["ShawAttention", "T5Bias", "relative_indices", "t5_bucket", "t5_bucket_ranges"]
@@ -54,9 +55,21 @@ class ShawAttention(nn.Module):
     positions (L,) integers, default 0..L-1. Only differences of positions matter,
     so shifting all positions changes nothing. Parameters of the position tables:
     2 (2K + 1) d_head, whatever the length. Chapter 6.
+
+    Two paths, equal to rounding (tests/test_fast_paths.py). The paper's gathers
+    a^K_r and a^V_r for every pair (m, n): two L × L × d_head tensors (``fused=False``,
+    and whenever positions are given or attention is not causal). The fast path
+    (chapter 12), for causal attention over positions 0..L-1: the key term q_m · a^K_r
+    needs only the K + 1 *relative logits* q_m · a^K_r, r = 0..K, of each query (Huang
+    et al.'s Music Transformer computes these, Q Eᵀ, and "skews" them into an L × L matrix;
+    here :mod:`pe_book.bias_attention` reads them by offset inside its kernel, so no L × L
+    tensor exists); the value term Σ_n α_mn a^V_r = Σ_r W_mr a^V_r needs only the weight
+    W_mr that falls on each clipped offset, which the kernel sums as it goes.
     """
 
-    def __init__(self, dim: int, n_heads: int, max_offset: int, *, values: bool = True) -> None:
+    def __init__(
+        self, dim: int, n_heads: int, max_offset: int, *, values: bool = True, fused: bool = True
+    ) -> None:
         super().__init__()
         self.dim = validate_int("dim", dim, minimum=1)
         self.n_heads = validate_int("n_heads", n_heads, minimum=1)
@@ -68,6 +81,7 @@ class ShawAttention(nn.Module):
         self.out = nn.Linear(dim, dim, bias=False)
         self.key_table = nn.Embedding(2 * max_offset + 1, d_head)  # a^K_r, row r + K
         self.value_table = nn.Embedding(2 * max_offset + 1, d_head) if values else None  # a^V_r
+        self.fused = validate_bool("fused", fused)
 
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor | None = None, causal: bool = False
@@ -76,15 +90,19 @@ class ShawAttention(nn.Module):
         unbatched = x.ndim == 2
         if unbatched:
             x = x.unsqueeze(0)  # (1, L, dim)
-        seq_len = x.shape[1]
+        seq_len, given = x.shape[1], positions
         if positions is None:
             positions = torch.arange(seq_len, device=x.device)
         elif positions.shape != (seq_len,):
             raise ValueError(
                 f"positions must have shape ({seq_len},), got {tuple(positions.shape)}"
             )
-        index = relative_indices(positions, positions, self.max_offset)  # (L, L)
         q, k, v = project_heads(self.qkv, x, self.n_heads)  # each (batch, H, L, d_head)
+        if self.fused and causal and given is None and can_run(q, k, v, None):
+            z = self._relative_logits_path(q, k, v)
+            y = self.out(merge_heads(z))  # (batch, L, dim)
+            return y.squeeze(0) if unbatched else y
+        index = relative_indices(positions, positions, self.max_offset)  # (L, L)
         a_k = self.key_table(index).to(x.dtype)  # (L, L, d_head): a^K for each (m, n)
         bias = torch.einsum("bhmd,mnd->bhmn", q, a_k) / math.sqrt(q.shape[-1])  # q_m·a^K_r/√d
         weights = attention_weights(q, k, bias=bias, causal=causal)  # (batch, H, L, L)
@@ -93,6 +111,19 @@ class ShawAttention(nn.Module):
             z = z + torch.einsum("bhmn,mnd->bhmd", weights, self.value_table(index).to(x.dtype))
         y = self.out(merge_heads(z))  # (batch, L, dim)
         return y.squeeze(0) if unbatched else y
+
+    def _relative_logits_path(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+    ) -> torch.Tensor:
+        """Causal, positions 0..L-1: the kernel reads q_m · a^K_r / √d by offset r = 0..K
+        (the last shared by every r >= K) and returns the weight per clipped offset."""
+        rows = slice(self.max_offset, None)  # offsets r = 0 .. K: rows K .. 2K of the tables
+        a_k = self.key_table.weight[rows].to(q.dtype)  # (K + 1, d_head)
+        logits = q @ a_k.T / math.sqrt(q.shape[-1])  # (batch, H, L, K + 1): relative logits
+        if self.value_table is None:
+            return bias_attention(q, k, v, logits)  # Σ_n α_mn v_n
+        z, weights = bias_attention(q, k, v, logits, with_bins=True)  # W: (batch, H, L, K + 1)
+        return z + weights @ self.value_table.weight[rows].to(q.dtype)  # + Σ_r W_mr a^V_r
 
 
 def _check_buckets(num_buckets: int, max_distance: int, bidirectional: bool) -> tuple[int, int]:
@@ -187,6 +218,20 @@ class T5Bias(nn.Module):
         )
         self.bias = nn.Embedding(num_buckets, n_heads)
 
+    def table(self, k_len: int) -> torch.Tensor | None:
+        """The causal bias per offset r = 0 .. nb - 1, shape (n_heads, nb), or None
+        (bidirectional). nb = min(k_len, r_last + 1), r_last the first offset of the last
+        bucket, which every farther offset shares (113 for 32 buckets up to 128): what
+        :mod:`pe_book.bias_attention` reads inside its kernel. Chapter 12."""
+        if self.bidirectional:
+            return None
+        k_len = validate_int("k_len", k_len, minimum=1)
+        offsets = torch.arange(self.max_distance + 1)
+        buckets = t5_bucket(offsets, False, self.num_buckets, self.max_distance)
+        last = int(torch.nonzero(buckets == self.num_buckets - 1)[0])  # r_last
+        n_bins = min(k_len, last + 1)
+        return self.bias(buckets[:n_bins].to(self.bias.weight.device)).T  # (n_heads, nb)
+
     def forward(self, q_len: int, k_len: int, start: int | None = None) -> torch.Tensor:
         q_len = validate_int("q_len", q_len, minimum=1)
         k_len = validate_int("k_len", k_len, minimum=q_len)
@@ -202,7 +247,7 @@ class ShawPositions(PositionMethod):
     """Shaw et al. in chapter 11's model: every layer is a ShawAttention (its own tables)."""
 
     def make_attention(self, config: ModelConfig) -> nn.Module:
-        return ShawAttention(config.dim, config.n_heads, config.shaw_max_offset)
+        return ShawAttention(config.dim, config.n_heads, config.shaw_max_offset, fused=config.fused)
 
     def layer_inputs(self, seq_len: int, dtype: torch.dtype) -> dict[str, object]:
         return {}  # the relative embeddings live inside each layer
