@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,6 +99,16 @@ def _table(seq_len, dim, base, angle_dtype=F64, layout="interleaved", exponent=2
     return torch.cat((angle.sin(), angle.cos()), -1)
 
 
+def _turning(seq_len, dim, base, span="L-1", rounding=math.floor, which="turning"):
+    steps = {"L-1": seq_len - 1, "L": seq_len}[span]
+    if steps <= 0:
+        count = 0
+    else:  # 2π b^(2i/d) <= steps  <=>  i <= (d/2) log(steps / 2π) / log b
+        last = (dim / 2) * math.log(steps / (2 * math.pi)) / math.log(base)
+        count = min(max(rounding(last) + 1, 0), dim // 2) if last >= 0 else 0
+    return dim // 2 - count if which == "still" else count
+
+
 def _base(dim, longest, power="d/(d-2)", two_pi=True):
     target = longest / (2 * math.pi) if two_pi else longest
     exponent = dim / (dim - 2) if power == "d/(d-2)" else (dim - 2) / dim
@@ -162,6 +173,13 @@ def _rope(x, positions, angle_dtype=F64, layout="interleaved", sign=1, ignore_po
     even, odd = x[:, 0::2], x[:, 1::2]
     out = torch.empty_like(x)
     out[:, 0::2], out[:, 1::2] = even * cos - odd * sin, even * sin + odd * cos
+    return out
+
+
+def _to_interleaved(q):  # the exercise: half-layout q -> interleaved q
+    dim = q.shape[-1]
+    out = torch.empty_like(q)
+    out[..., 0::2], out[..., 1::2] = q[..., : dim // 2], q[..., dim // 2 :]
     return out
 
 
@@ -270,7 +288,9 @@ def _cheapest(extra, cost, tolerance, strict=False, absolute=False, ignore=False
 
 
 def _degradation(table, train_len, longest="largest"):
-    key = max(table, key=int) if longest == "largest" else list(table)[-1]
+    if longest == "runs":
+        table = {length: value for length, value in table.items() if value is not None}
+    key = list(table)[-1] if longest == "last" else max(table, key=int)
     return None if table[key] is None else table[key] / table[str(train_len)]
 
 
@@ -333,11 +353,11 @@ RIGHT = {
     "circle_solution": _circle,
     "diagonal_leak": lambda h1, h2: ((h1 + h2) / 2, (h2 - h1) / 2),
     "sinusoidal_table": _table,
-    "longest_wavelength": lambda dim, base: 2 * math.pi * base ** (1 - 2 / dim),
+    "turning_pairs": _turning,
     "base_for_wavelength": _base,
     "layout_permutation": lambda dim: list(range(0, dim, 2)) + list(range(1, dim, 2)),
     "shift_matrix": _shift,
-    "bilinear_terms": lambda w: _bilinear(w, order="sin-cos"),
+    "bilinear_terms": _bilinear,
     "direction_matrix": lambda: torch.tensor([[0.0, 1.0], [-1.0, 0.0]]),
     "dot_profile": _profile,
     "integral_profile": _integral,
@@ -354,7 +374,7 @@ RIGHT = {
         ]
     ),
     "rope_rotation": _rope,
-    "layout_conversion": lambda q: q[..., _perm(q)],
+    "layout_conversion": _to_interleaved,
     "decay_bound": _bound,
     "ntk_frequencies": _ntk,
     "dynamic_frequencies": _dynamic,
@@ -445,10 +465,10 @@ WRONG = {
         ("exponent i/d", lambda *a: _table(*a, exponent=1)),
         ("off by one: positions 1..L", lambda *a: _table(*a, start=1)),
     ],
-    "longest_wavelength": [
-        ("off by one: pair d/2", lambda dim, base: 2 * math.pi * base),
-        ("no 2π", lambda dim, base: base ** (1 - 2 / dim)),
-        ("the shortest wavelength", lambda dim, base: 2 * math.pi),
+    "turning_pairs": [
+        ("off by one: L steps, not L - 1", lambda *a: _turning(*a, span="L")),
+        ("ceil instead of floor", lambda *a: _turning(*a, rounding=math.ceil)),
+        ("the pairs that do not turn", lambda *a: _turning(*a, which="still")),
     ],
     "base_for_wavelength": [
         ("the base equals the wavelength", lambda dim, longest: longest),
@@ -465,8 +485,8 @@ WRONG = {
         ("float32 angles", lambda *a: _shift(*a, angle_dtype=torch.float32)),
     ],
     "bilinear_terms": [
-        ("chapter 2's (cos, sin) answer", lambda w: _bilinear(w, order="cos-sin")),
-        ("transposed A", lambda w: _bilinear(w.T, order="sin-cos")),
+        ("section 4.3's (sin, cos) answer", lambda w: _bilinear(w, order="sin-cos")),
+        ("transposed A", lambda w: _bilinear(w.T)),
         ("α only", lambda w: ((float(w[0, 0]) + float(w[1, 1])) / 2, 0.0, 0.0, 0.0)),
     ],
     "direction_matrix": [
@@ -510,7 +530,7 @@ WRONG = {
         ("float32 angles", lambda x, p: _rope(x, p, angle_dtype=torch.float32)),
     ],
     "layout_conversion": [
-        ("the other direction", lambda q: torch.stack(q.chunk(2, -1), -1).flatten(-2)),
+        ("the other direction: q[..., perm]", lambda q: q[..., _perm(q)]),
         ("no conversion", lambda q: q),
     ],
     "decay_bound": [
@@ -559,7 +579,10 @@ WRONG = {
         ("context / seq_len", lambda n, c: c / n),
         ("off by one: fewer than context", lambda n, c: min(max(c - 1, 0), n) / n),
     ],
-    "degradation": [("the last key, not the longest", lambda t, n: _degradation(t, n, "last"))],
+    "degradation": [
+        ("the last key, not the longest", lambda t, n: _degradation(t, n, "last")),
+        ("the longest length that runs", lambda t, n: _degradation(t, n, "runs")),
+    ],
     "shaw_parameters": [
         ("2K rows, not 2K + 1", lambda n, k, d, v: n * (2 if v else 1) * 2 * k * d),
         ("one layer", lambda n, k, d, v: (2 if v else 1) * (2 * k + 1) * d),
@@ -590,13 +613,26 @@ WRONG = {
 }
 
 
-#: Chapter 10's checkers have their own file, tests/test_checkers_ch10.py (MLA's is here).
-CHAPTER_10 = {name for name in ch10_beyond.__all__ if name != "check_mla_cache_ratio"}
+#: Checkers whose right and known wrong answers are tested in a file of their own.
+ELSEWHERE = {
+    **{
+        name: "tests/test_checkers_ch10.py"
+        for name in ch10_beyond.__all__
+        if name != "check_mla_cache_ratio"
+    },
+    "check_context_effect": "tests/test_checkers_ch11.py",
+}
 CHECKERS = sorted(
     name.removeprefix("check_")
     for name in exercises.__all__
-    if name.startswith("check_") and name not in CHAPTER_10
+    if name.startswith("check_") and name not in ELSEWHERE
 )
+
+
+def test_the_checkers_tested_elsewhere_are_tested_there():
+    root = Path(__file__).resolve().parents[1]
+    for name, path in ELSEWHERE.items():
+        assert name.removeprefix("check_") in (root / path).read_text(encoding="utf-8"), name
 
 
 def test_every_checker_has_a_right_answer_and_wrong_ones():

@@ -112,7 +112,9 @@ def test_chapter_2_to_4_checkers_accept_right_and_reject_wrong_answers(capsys):
     exercises.check_diagonal_leak(lambda h1, h2: ((h1 + h2) / 2, (h2 - h1) / 2))
     exercises.check_sinusoidal_table(lambda L, d, b: sinusoidal.sinusoidal_table(L, d, b))
     exercises.check_layout_permutation(sinusoidal.layout_permutation)
-    exercises.check_longest_wavelength(lambda d, b: float(sinusoidal.wavelengths(d, b)[-1]))
+    exercises.check_turning_pairs(
+        lambda n, d, b: int((sinusoidal.wavelengths(d, b) <= n - 1).sum())
+    )
     exercises.check_base_for_wavelength(
         lambda d, longest: (longest / (2 * torch.pi)) ** (d / (d - 2))
     )
@@ -140,7 +142,8 @@ def test_chapter_7_checkers_accept_right_and_reject_wrong_answers(capsys):
 
     exercises.check_rope_rotation(lambda x, positions: rope.apply_rope(x, positions))
     even_then_odd = lambda q: torch.cat((q[..., 0::2], q[..., 1::2]), -1)  # noqa: E731
-    exercises.check_layout_conversion(even_then_odd)
+    interleave = lambda q: torch.stack(q.chunk(2, -1), -1).flatten(-2)  # noqa: E731
+    exercises.check_layout_conversion(interleave)  # half -> interleaved
     exercises.check_ntk_frequencies(
         lambda d, b, s: rope_scaling.scaled_frequencies(d, b, rope_scaling.NTKScaling(s))[0]
     )
@@ -153,6 +156,8 @@ def test_chapter_7_checkers_accept_right_and_reject_wrong_answers(capsys):
         exercises.check_layout_conversion(lambda q: q)
     with pytest.raises(exercises.ExerciseMismatch):  # odd then even: a sign flips
         exercises.check_layout_conversion(lambda q: torch.cat((q[..., 1::2], q[..., 0::2]), -1))
+    with pytest.raises(exercises.ExerciseMismatch, match="goes from half to interleaved"):
+        exercises.check_layout_conversion(even_then_odd)  # interleaved -> half
     with pytest.raises(exercises.ExerciseMismatch):  # linear, not NTK-aware
         exercises.check_ntk_frequencies(
             lambda d, b, s: rope_scaling.scaled_frequencies(d, b)[0] / s

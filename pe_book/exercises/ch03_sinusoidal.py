@@ -1,4 +1,4 @@
-"""Chapter 3 (the sinusoidal encoding): the table, its wavelengths, its two layouts."""
+"""Chapter 3 (the sinusoidal encoding): the table, the pairs that turn, the base, the layouts."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from pe_book.exercises.grading import (
     check,
     float32_note,
     grader,
+    whole_number,
 )
 
 __all__ = [
     "check_base_for_wavelength",
     "check_layout_permutation",
-    "check_longest_wavelength",
     "check_sinusoidal_table",
+    "check_turning_pairs",
 ]
 
 #: Why exercise 3.1 needs float64 angles (measured: the largest angle error of a
@@ -70,27 +71,32 @@ def check_sinusoidal_table(reader: Callable[[int, int, float], torch.Tensor]) ->
     )
 
 
-def check_longest_wavelength(reader: Callable[[int, float], float]) -> None:
-    """Chapter 3: ``reader(dim, base)`` must return the longest wavelength λ_(d/2-1), a float,
-    to a relative 1e-5."""
+def _turning_pairs(seq_len: int, dim: int, base: float) -> int:
+    """Pairs that turn a full 2π between positions 0 and L - 1: λ_i <= L - 1."""
+    return int((sinusoidal.wavelengths(dim, base) <= seq_len - 1).sum())
 
-    def reference(dim: int, base: float) -> float:
-        return float(sinusoidal.wavelengths(dim, base)[-1])
 
-    sizes = [
-        (8, 10000.0, "d = 8"),
-        (128, 10000.0, "d = 128"),
-        (512, 10000.0, "the paper's d = 512"),
-        (64, 500000.0, "Llama 3's base"),
-        (2, 10000.0, "one pair, whose wavelength is 2π for every base"),
+def check_turning_pairs(reader: Callable[[int, int, float], int]) -> None:
+    """Chapter 3: ``reader(seq_len, dim, base)``: how many pairs turn through at least one
+    full turn between positions 0 and seq_len - 1 (an exact count)."""
+    settings = [
+        (2048, 128, 10000.0, "a typical context"),
+        (7, 8, 10000.0, "λ_0 = 2π lies between L - 1 and L"),
+        (1, 4, 10000.0, "one position"),
+        (8192, 128, 500000.0, "Llama 3's base"),
+        (100_000, 512, 10000.0, "every pair but the slowest few"),
+        (64, 16, 100.0, "a small base"),
+    ]
+    cases = [
+        Case(args, f"seq_len={args[0]}, dim={args[1]}, base={args[2]:g}", kind=kind)
+        for *args, kind in settings
     ]
     check(
-        "longest_wavelength",
-        reader,
-        reference,
-        [Case((dim, base), f"dim={dim}, base={base:g}", kind=kind) for dim, base, kind in sizes],
+        "turning_pairs",
+        lambda *args: whole_number(reader(*args), "pairs"),
+        _turning_pairs,
+        cases,
         atol=0.0,
-        rtol=1e-5,  # float32 is enough
     )
 
 

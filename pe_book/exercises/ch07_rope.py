@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from pe_book import decay, rope
+from pe_book import decay, rope, sinusoidal
 from pe_book.exercises.ch05_decay import _check_offset_profile
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader, judge
 
@@ -51,17 +51,16 @@ def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Ten
 
 @grader
 def check_layout_conversion(reader: Callable[[torch.Tensor], torch.Tensor]) -> str:
-    """Chapter 7: ``reader(q)`` maps q for interleaved RoPE to q' for half RoPE, same scores
-    (to within 1e-6 + a relative 1e-6)."""
+    """Chapter 7: ``reader(q)`` maps q of a model trained with *half* RoPE to q' that gives
+    the same scores under *interleaved* RoPE (to within 1e-6 + a relative 1e-6)."""
     generator = torch.Generator().manual_seed(8)
-    for dim in (2, 8, 64):
+    for dim in (8, 2, 64):
         q, k = torch.randn(2, 12, dim, generator=generator, dtype=torch.float64)
-        q_half, k_half = attempt(reader, q.clone()), attempt(reader, k.clone())
-        if not isinstance(q_half, torch.Tensor) or q_half.shape != q.shape:
+        q_new, k_new = attempt(reader, q.clone()), attempt(reader, k.clone())
+        if not isinstance(q_new, torch.Tensor) or q_new.shape != q.shape:
             raise ExerciseMismatch(f"dim={dim}: expected a tensor of shape {tuple(q.shape)}")
-        expected = rope.apply_rope(q) @ rope.apply_rope(k).T
-        got = rope.apply_rope(q_half.double(), layout="half")
-        got = got @ rope.apply_rope(k_half.double(), layout="half").T
+        expected = rope.apply_rope(q, layout="half") @ rope.apply_rope(k, layout="half").T
+        got = rope.apply_rope(q_new.double()) @ rope.apply_rope(k_new.double()).T
         problem = judge(
             expected,
             got,
@@ -70,11 +69,18 @@ def check_layout_conversion(reader: Callable[[torch.Tensor], torch.Tensor]) -> s
             locate=lambda index: f"query {index[0]}, key {index[1]}",
         )
         if problem:
-            raise ExerciseMismatch(
-                f"dim={dim}: your vectors' scores under half RoPE differ from the"
-                f" interleaved ones: {problem}"
+            message = (
+                f"dim={dim}: your vectors' scores under interleaved RoPE differ from the"
+                f" half-layout ones: {problem}"
             )
-    return "for d = 2, 8, 64 half layout = interleaved scores."
+            forward = q[..., sinusoidal.layout_permutation(dim)]
+            if torch.allclose(q_new.double(), forward):
+                message += (
+                    ". Your map takes interleaved vectors to half ones (section 7.2's"
+                    " direction); this exercise goes from half to interleaved"
+                )
+            raise ExerciseMismatch(message)
+    return "for d = 8, 2, 64 your interleaved scores = the half-layout ones."
 
 
 def check_decay_bound(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
