@@ -23,6 +23,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# JupyterLab offline (jupyter/README.md): no news, no update check, no extension manager.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json \
+	$(VENV)/etc/jupyter/jupyter_lab_config.json
 # Chapters run on a fixed, small number of threads (deterministic and fair to 2-core machines).
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
@@ -32,7 +35,7 @@ export HF_HUB_OFFLINE := 1
 .PHONY: env book test lint unit nbval stress html-check lab execute annotate git-nbdime lock screenshot slides clean
 .PHONY: pdf pdf-check
 
-env: $(STAMP)
+env: $(STAMP) $(LAB_SETTINGS)
 
 # torch: the CPU build the lock pins, installed on its own, first from pip's configured
 # sources (this project's machines carry the wheel), else from PyTorch's CPU index (a
@@ -56,16 +59,22 @@ $(STAMP): pyproject.toml requirements/build.txt requirements/lock.txt setup.py p
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 --display-name "Python 3 (ipykernel)" > /dev/null
 	touch $(STAMP)
 
+$(VENV)/share/jupyter/lab/settings/overrides.json: jupyter/overrides.json $(STAMP)
+	install -D -m 644 $< $@
+
+$(VENV)/etc/jupyter/jupyter_lab_config.json: jupyter/jupyter_lab_config.json $(STAMP)
+	install -D -m 644 $< $@
+
 book: $(STAMP)
 	$(BIN)/python tools/book.py build --execute
 
-test: $(STAMP)
+test: $(STAMP) $(LAB_SETTINGS)
 	$(MAKE) --no-print-directory lint unit nbval html-check pdf-check
 
 lint: $(STAMP)
 	$(BIN)/ruff check pe_book tests tools notebooks
 
-unit: $(STAMP)
+unit: $(STAMP) $(LAB_SETTINGS)
 	$(BIN)/python -m pytest tests -q -n 2
 
 CHAPTERS := notebooks/[0-9][0-9]_*.ipynb
@@ -103,7 +112,7 @@ pdf-check: $(STAMP)
 			"make pdf installs it as root" >&2; \
 	fi
 
-lab: $(STAMP)
+lab: $(STAMP) $(LAB_SETTINGS)
 	$(BIN)/jupyter lab notebooks/
 
 execute: $(STAMP)
