@@ -21,7 +21,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pe_book._validate import validate_finite, validate_int, validate_tensor
+from pe_book._validate import (
+    validate_dtype,
+    validate_finite,
+    validate_int,
+    validate_qkv,
+    validate_tensor,
+)
 
 __all__ = [
     "MultiHeadSelfAttention",
@@ -74,24 +80,6 @@ def causal_mask(q_len: int, k_len: int, *, start: int | None = None) -> torch.Te
     return key_pos <= query_pos  # (q_len, k_len)
 
 
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor | None) -> None:
-    validate_tensor("q", q, min_ndim=2, floating=True)
-    validate_tensor("k", k, min_ndim=2, floating=True)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must share their last (feature) dimension, "
-            f"got {q.shape[-1]} and {k.shape[-1]}"
-        )
-    if v is not None:
-        validate_tensor("v", v, min_ndim=2, floating=True)
-        if v.shape[-2] != k.shape[-2]:
-            raise ValueError(
-                f"k and v must have the same length (dim -2), got {k.shape[-2]} and {v.shape[-2]}"
-            )
-    if q.dtype != k.dtype or (v is not None and v.dtype != q.dtype):
-        raise TypeError("q, k and v must share one dtype")
-
-
 def _additive_mask(
     q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, causal: bool
 ) -> torch.Tensor | None:
@@ -136,7 +124,7 @@ def attention(
     With ``causal=True`` query i sees keys j <= i + (k_len - q_len) (see
     ``causal_mask``). Chapter 1.
     """
-    _check_qkv(q, k, v)
+    validate_qkv(q, k, v)  # shapes, one dtype, leading dims that broadcast
     if causal and bias is None and q.shape[-2] == k.shape[-2]:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)  # fused fast path
     mask = _additive_mask(q, k, bias, causal)
@@ -155,7 +143,7 @@ def attention_weights(
     Each row sums to 1. ``attention(q, k, v, ...)`` equals ``attention_weights(q, k, ...) @ v``;
     this explicit form exists for figures and proofs. Chapter 1.
     """
-    _check_qkv(q, k, None)
+    validate_qkv(q, k)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_len, k_len)
     mask = _additive_mask(q, k, bias, causal)
     if mask is not None:
@@ -212,6 +200,7 @@ class MultiHeadSelfAttention(nn.Module):
     def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
         """Project x to per-head q, k, v, each (batch, n_heads, seq, d_head)."""
         validate_tensor("x", x, ndim=(2, 3), floating=True, last_dim=self.dim)
+        validate_dtype("x", x, self.qkv.weight.dtype, "the layer's weights")
         unbatched = x.ndim == 2
         if unbatched:
             x = x.unsqueeze(0)  # (1, seq, dim)

@@ -36,7 +36,15 @@ import math
 import torch
 from torch import nn
 
-from pe_book._validate import validate_bool, validate_finite, validate_int, validate_tensor
+from pe_book._validate import (
+    validate_bool,
+    validate_broadcast,
+    validate_finite,
+    validate_int,
+    validate_mask,
+    validate_qkv,
+    validate_tensor,
+)
 from pe_book.attention import MultiHeadSelfAttention, causal_mask, merge_heads
 from pe_book.positions import ModelConfig, PositionMethod, register
 
@@ -58,32 +66,22 @@ def _work(x: torch.Tensor) -> torch.Tensor:
     return x if x.dtype in (torch.float32, torch.float64) else x.float()
 
 
-def _check_qk(q: torch.Tensor, k: torch.Tensor) -> None:
-    validate_tensor("q", q, min_ndim=2, floating=True)
-    validate_tensor("k", k, min_ndim=2, floating=True)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            "q and k must share their last (feature) dimension, "
-            f"got {q.shape[-1]} and {k.shape[-1]}"
-        )
-    if q.dtype != k.dtype:
-        raise TypeError(f"q and k must share one dtype, got {q.dtype} and {k.dtype}")
+def _check_qk(q: torch.Tensor, k: torch.Tensor) -> torch.Size:
+    """Check q and k and return the scores' shape (..., q_len, k_len)."""
+    lead = validate_qkv(q, k)
+    for name, x in (("q", q), ("k", k)):  # an inf would make a gate σ(inf - inf) = NaN
+        validate_finite(name, x, allow_inf=False)
+        if x.shape[-2] == 0:
+            raise ValueError(f"{name} must hold at least one token, got shape {tuple(x.shape)}")
+    return torch.Size((*lead, q.shape[-2], k.shape[-2]))
 
 
-def _mask(mask: torch.Tensor | None, q_len: int, k_len: int, device: torch.device) -> torch.Tensor:
+def _mask(mask: torch.Tensor | None, scores: torch.Size, device: torch.device) -> torch.Tensor:
     """Boolean (…, q_len, k_len), True where query m may see key n; default the causal mask."""
+    q_len, k_len = scores[-2:]
     if mask is None:
         return causal_mask(q_len, k_len).to(device)  # queries at the end of the keys
-    validate_tensor("mask", mask, min_ndim=2)
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask must be a boolean tensor (True = may attend), got {mask.dtype}")
-    if mask.shape[-2:] != (q_len, k_len):
-        raise ValueError(
-            f"mask must end in (q_len, k_len) = {(q_len, k_len)}, got {tuple(mask.shape)}"
-        )
-    if not bool(mask.any(-1).all()):
-        raise ValueError("mask leaves a query with no key to attend to (its softmax would be NaN)")
-    return mask.to(device)
+    return validate_mask("mask", mask, scores).to(device)
 
 
 def cope_gates(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -93,9 +91,9 @@ def cope_gates(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = Non
     (..., q_len, k_len) (bool); returns (..., q_len, k_len) in float32 or wider.
     Golovneva et al. (2024), eq. 3 with the listing's 1/√d.
     """
-    _check_qk(q, k)
+    scores = _check_qk(q, k)
     q, k = _work(q), _work(k)
-    allowed = _mask(mask, q.shape[-2], k.shape[-2], q.device)
+    allowed = _mask(mask, scores, q.device)
     logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_len, k_len)
     return torch.sigmoid(logits) * allowed
 
@@ -134,12 +132,15 @@ def cope_positions(
     return positions_from_gates(cope_gates(q, k, mask), max_positions)
 
 
-def _check_table(table: torch.Tensor, dim: int) -> None:
+def _check_table(table: torch.Tensor, dim: int | None = None) -> None:
     validate_tensor("table", table, ndim=2, floating=True)
-    if table.shape[-1] != dim:
+    if dim is not None and table.shape[-1] != dim:
         raise ValueError(
             f"table must have one column per feature of q: {dim}, got {table.shape[-1]}"
         )
+    if table.shape[0] < 2:
+        raise ValueError(f"table must have rows e[0..P] with P >= 1, got {table.shape[0]} rows")
+    validate_finite("table", table, allow_inf=False)
 
 
 def _check_positions(positions: torch.Tensor, max_positions: int) -> None:
@@ -170,6 +171,13 @@ def cope_logits(q: torch.Tensor, positions: torch.Tensor, table: torch.Tensor) -
     validate_tensor("q", q, min_ndim=2, floating=True)
     _check_table(table, q.shape[-1])
     _check_positions(positions, table.shape[0] - 1)
+    if positions.shape[-2] != q.shape[-2]:
+        raise ValueError(
+            f"positions must have one row per query: q_len = {q.shape[-2]}, "
+            f"got shape {tuple(positions.shape)}"
+        )
+    leading = {"q": q.shape[:-2], "positions": positions.shape[:-2]}
+    validate_broadcast(leading, "have leading (batch, head) dimensions that broadcast together")
     work = _work(q)
     z = work @ table.to(work.dtype).T  # (..., q_len, P + 1): z_m[p] for integer p
     floor, ceil, w = _split(positions.to(work.dtype))
@@ -186,7 +194,7 @@ def interpolate_embeddings(table: torch.Tensor, positions: torch.Tensor) -> torc
     The vector form of eq. 5 (Golovneva et al., 2024), for figures and for checking
     :func:`cope_logits`; attention never builds these (L² d numbers).
     """
-    validate_tensor("table", table, ndim=2, floating=True)
+    _check_table(table)
     _check_positions(positions, table.shape[0] - 1)
     floor, ceil, w = _split(positions.to(table.dtype))
     return table[ceil] * w[..., None] + table[floor] * (1 - w[..., None])
@@ -207,15 +215,17 @@ def cope_scores(
     relative special case p_mn = m - n + 1. Shapes: q (..., q_len, d), k (..., k_len, d),
     table (P + 1, d) -> (..., q_len, k_len). The listing's ``SelfAttn`` before its softmax.
     """
-    _check_qk(q, k)
+    scores = _check_qk(q, k)
     _check_table(table, q.shape[-1])
     work_q, work_k = _work(q), _work(k)
-    allowed = _mask(mask, q.shape[-2], k.shape[-2], q.device)
+    allowed = _mask(mask, scores, q.device)
     logits = work_q @ work_k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_len, k_len)
     if gates is None:
         gates = torch.sigmoid(logits)
     else:
         validate_tensor("gates", gates, min_ndim=0, floating=True)
+        into = f"broadcast to the scores' shape {tuple(logits.shape)}"
+        validate_broadcast({"gates": gates.shape}, into, target=logits.shape)
         gates = torch.broadcast_to(gates.to(logits.dtype), logits.shape)
     positions = positions_from_gates(gates * allowed, table.shape[0] - 1)  # p_mn
     scores = logits + cope_logits(work_q, positions, table)
@@ -236,11 +246,7 @@ def cope_attention(
     v (..., k_len, d_v); the rest as in :func:`cope_scores`. Returns q's dtype.
     Golovneva et al. (2024), section 3 and listing.
     """
-    validate_tensor("v", v, min_ndim=2, floating=True)
-    if v.shape[-2] != k.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same length (dim -2), got {k.shape[-2]} and {v.shape[-2]}"
-        )
+    validate_qkv(q, k, v)  # the rest is checked by cope_scores
     weights = torch.softmax(cope_scores(q, k, table, mask, gates=gates), dim=-1)
     return (weights @ _work(v)).to(q.dtype)
 
@@ -261,6 +267,14 @@ class CoPEAttention(MultiHeadSelfAttention):
         super().__init__(dim, n_heads)  # W_q | W_k | W_v and W_o, no biases
         self.max_positions = validate_int("max_positions", max_positions, minimum=1)
         self.table = nn.Parameter(torch.zeros(max_positions + 1, dim // n_heads))  # e[0..P]
+
+    def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
+        """As MultiHeadSelfAttention's, for an x of at least one token and finite entries."""
+        validate_tensor("x", x, ndim=(2, 3), floating=True)
+        validate_finite("x", x, allow_inf=False)  # else a gate would be NaN
+        if x.shape[-2] == 0:
+            raise ValueError(f"x must hold at least one token, got shape {tuple(x.shape)}")
+        return super()._heads(x)
 
     def forward(  # type: ignore[override]
         self, x: torch.Tensor, gates: torch.Tensor | None = None, *, causal: bool = True

@@ -108,7 +108,12 @@ def fire_bias(
     weight = next(mlp.parameters(), None)
     if weight is not None:
         x = x.to(weight.dtype)
-    out = mlp(x.unsqueeze(-1))  # (q_len, k_len, 1) -> (q_len, k_len, H)
+    try:
+        out = mlp(x.unsqueeze(-1))  # (q_len, k_len, 1) -> (q_len, k_len, H)
+    except RuntimeError as error:  # e.g. a first layer that does not take one input feature
+        raise ValueError(
+            f"mlp must map (..., 1) to (..., H); on (q_len, k_len, 1) it failed: {error}"
+        ) from error
     if not isinstance(out, torch.Tensor) or out.ndim != 3 or out.shape[:2] != x.shape:
         shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise ValueError(f"mlp must map (q_len, k_len, 1) to (q_len, k_len, H), got {shape}")

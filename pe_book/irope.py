@@ -31,7 +31,9 @@ import torch
 from torch import nn
 
 from pe_book._validate import (
+    validate_bool,
     validate_int,
+    validate_mask,
     validate_positions,
     validate_positive_float,
     validate_tensor,
@@ -100,7 +102,7 @@ def temperature_scale(
     code forms (m + 1) / floor_scale in float32; here it is float64, exact for every
     m + 1 < 2^53 (float32 agrees while m + 1 < 2^24).
     """
-    m = validate_positions(positions)
+    m = validate_positions(positions, name="positions")
     if m.numel() and int(m.min()) < 0:
         raise ValueError(f"positions must be >= 0, got {int(m.min())}")
     floor_scale = validate_positive_float("floor_scale", floor_scale)
@@ -183,7 +185,7 @@ class IRopeAttention(MultiHeadSelfAttention):
 
     def __init__(self, dim: int, n_heads: int, uses_rope: bool) -> None:
         super().__init__(dim, n_heads)
-        self.uses_rope = bool(uses_rope)
+        self.uses_rope = validate_bool("uses_rope", uses_rope)
 
     def forward(  # type: ignore[override]
         self,
@@ -197,10 +199,15 @@ class IRopeAttention(MultiHeadSelfAttention):
     ) -> torch.Tensor:
         if causal is not True or bias is not None:
             raise ValueError("IRopeAttention is causal and takes no score bias")
+        floor_scale = validate_positive_float("floor_scale", floor_scale)
         q, k, v, unbatched = self._heads(x)  # each (batch, H, L, d_head)
         if self.uses_rope:
-            q, k = rotate(q, k)  # type: ignore[operator]
-            allowed = chunk_mask.to(q.device)  # type: ignore[union-attr]
+            if not callable(rotate):
+                raise TypeError(f"rotate must be a function (q, k) -> (q, k), got {rotate!r}")
+            scores = (*q.shape[:-1], k.shape[-2])  # (batch, H, L, L)
+            allowed = validate_mask("chunk_mask", chunk_mask, scores)
+            q, k = rotate(q, k)
+            allowed = allowed.to(q.device)
             mask = torch.zeros(allowed.shape, dtype=q.dtype, device=q.device)
             z = attention(q, k, v, bias=mask.masked_fill(~allowed, float("-inf")))
         else:

@@ -51,7 +51,14 @@ import math
 import torch
 from torch import nn
 
-from pe_book._validate import validate_base, validate_choice, validate_int, validate_tensor
+from pe_book._validate import (
+    validate_base,
+    validate_broadcast,
+    validate_choice,
+    validate_dtype,
+    validate_int,
+    validate_tensor,
+)
 from pe_book.attention import attention, merge_heads, split_heads
 from pe_book.rope import Rope
 from pe_book.sinusoidal import LAYOUTS
@@ -132,6 +139,7 @@ class MLAAttention(nn.Module):
 
     def _batched(self, x: torch.Tensor) -> tuple[torch.Tensor, bool]:
         validate_tensor("x", x, ndim=(2, 3), floating=True, last_dim=self.dim)
+        validate_dtype("x", x, self.w_q.weight.dtype, "the layer's weights")
         return (x.unsqueeze(0), True) if x.ndim == 2 else (x, False)
 
     def latent(self, x: torch.Tensor, start: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -162,6 +170,15 @@ class MLAAttention(nn.Module):
         """
         validate_tensor("q_content", q_content, ndim=4, floating=True, last_dim=self.d_head)
         validate_tensor("latent", latent, ndim=3, floating=True, last_dim=self.d_latent)
+        for name, value in (("q_content", q_content), ("latent", latent)):
+            validate_dtype(name, value, self.w_uk.weight.dtype, "the layer's weights")
+        if q_content.shape[1] != self.n_heads:
+            raise ValueError(
+                f"q_content must have n_heads = {self.n_heads} heads (dim 1), "
+                f"got shape {tuple(q_content.shape)}"
+            )
+        batches = {"q_content": q_content.shape[:1], "latent": latent.shape[:1]}
+        validate_broadcast(batches, "have batch sizes (dim 0) that broadcast together")
         if absorb:
             w_uk = self.w_uk.weight.view(self.n_heads, self.d_head, self.d_latent)  # W^UK_h
             q_latent = torch.einsum("bhqd,hdc->bhqc", q_content, w_uk)  # (batch, H, q_len, d_c)
@@ -222,6 +239,12 @@ class MLAAttention(nn.Module):
         latent, k_rope = cache
         validate_tensor("cache latent", latent, ndim=3, floating=True, last_dim=self.d_latent)
         validate_tensor("cache k_rope", k_rope, ndim=3, floating=True, last_dim=self.d_rope)
+        for name, value in (("cache latent", latent), ("cache k_rope", k_rope)):
+            validate_dtype(name, value, x.dtype, "x")
+        if x.shape[1] == 0:
+            raise ValueError(
+                f"x must hold at least one new token with a cache, got {tuple(x.shape)}"
+            )
         if latent.shape[:2] != k_rope.shape[:2] or latent.shape[0] != x.shape[0]:
             raise ValueError(
                 "cache latent and k_rope must be (batch, k0, .) with x's batch "

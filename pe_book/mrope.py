@@ -31,7 +31,13 @@ from collections.abc import Sequence
 import torch
 
 from pe_book._cached_table import CachedTable
-from pe_book._validate import validate_bool, validate_choice, validate_int, validate_tensor
+from pe_book._validate import (
+    validate_bool,
+    validate_choice,
+    validate_int,
+    validate_pairs,
+    validate_tensor,
+)
 from pe_book.rope import rope_angles, rope_cos_sin, rotate
 from pe_book.sinusoidal import LAYOUTS
 
@@ -192,9 +198,8 @@ def apply_mrope(
     With t = h = w = 0 .. L-1 (text) this is :func:`pe_book.rope.apply_rope` exactly.
     Same dtype handling as ``apply_rope`` (angles in float64, rotation in float32 or wider).
     """
-    validate_tensor("x", x, min_ndim=2, floating=True)
+    dim = validate_pairs("x", x)
     layout = validate_choice("layout", layout, LAYOUTS)
-    dim = validate_int("dim", x.shape[-1], minimum=2, even=True)
     ids = _check_position_ids(position_ids)
     _check_rows(ids, x)
     work = torch.float64 if x.dtype == torch.float64 else torch.float32

@@ -33,7 +33,13 @@ from __future__ import annotations
 
 import torch
 
-from pe_book._validate import validate_finite, validate_int, validate_tensor
+from pe_book._validate import (
+    validate_finite,
+    validate_float_dtype,
+    validate_generator,
+    validate_int,
+    validate_tensor,
+)
 from pe_book.attention import MultiHeadSelfAttention
 
 __all__ = [
@@ -45,8 +51,10 @@ __all__ = [
     "recover_positions",
 ]
 
-ONES_COORD, BOS_COORD, POSITION_COORD = 0, 1, 2  # the paper's first three dimensions
-FLOAT32_MAX_LEN = 11_864_338  # longest L whose float32 values 1/(m+1) recover every m
+#: The construction's three coordinates (eq. 17): 1, "is BOS", and where the head writes 1/(m + 1).
+ONES_COORD, BOS_COORD, POSITION_COORD = 0, 1, 2
+#: The longest L whose float32 values 1/(m+1) recover every m (chapter 10).
+FLOAT32_MAX_LEN = 11_864_338
 
 
 def nope_embeddings(
@@ -63,6 +71,8 @@ def nope_embeddings(
     """
     seq_len = validate_int("seq_len", seq_len, minimum=1)
     dim = validate_int("dim", dim, minimum=3)
+    dtype = validate_float_dtype("dtype", dtype)
+    generator = validate_generator(generator)
     x = torch.randn(seq_len, dim, generator=generator, dtype=dtype)  # (L, dim)
     x[:, ONES_COORD] = 1.0
     x[:, BOS_COORD] = 0.0
@@ -86,8 +96,12 @@ def nope_position_weights(
         w_q = torch.zeros(d_head, dim, dtype=torch.float64)
     else:
         validate_tensor("query", query, ndim=2, floating=True, last_dim=dim)
-        if query.shape[0] != d_head or not bool(torch.isfinite(query).all()):
-            raise ValueError(f"query must be a finite ({d_head}, {dim}) matrix")
+        if query.shape[0] != d_head:
+            raise ValueError(
+                f"query must be a (d_head, dim) = ({d_head}, {dim}) matrix, "
+                f"got {tuple(query.shape)}"
+            )
+        validate_finite("query", query, allow_inf=False)
         w_q = query.to(torch.float64)
     w_k = torch.zeros(d_head, dim, dtype=torch.float64)
     w_k[:, ONES_COORD] = 1.0
@@ -114,6 +128,7 @@ def nope_position_layer(
     ``layer(nope_embeddings(L, dim), causal=True)`` coordinate 2 of row m is 1/(m + 1).
     """
     layer = MultiHeadSelfAttention(dim, n_heads)  # validates dim and n_heads
+    dtype = validate_float_dtype("dtype", dtype)
     d_head = dim // n_heads
     w_q, w_k, w_v, w_o = nope_position_weights(dim, d_head, query=query)
     with torch.no_grad():

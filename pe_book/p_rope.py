@@ -30,7 +30,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from pe_book._validate import validate_choice, validate_int, validate_tensor
+from pe_book._validate import (
+    validate_choice,
+    validate_finite,
+    validate_int,
+    validate_pairs,
+    validate_tensor,
+)
 from pe_book.positions import ModelConfig, PositionMethod, register
 from pe_book.rope import Rope, apply_rope
 from pe_book.rope_scaling import partial_rotary_frequencies
@@ -94,10 +100,10 @@ def apply_p_rope(
     Pairs i < ⌊p·d/2⌋ are rotated by m θ_i exactly as :func:`pe_book.rope.apply_rope` does
     (bit for bit: p = 1 is RoPE); the others are copied, θ'_i = 0 (p = 0 is NoPE).
     """
-    validate_tensor("x", x, min_ndim=2, floating=True)
+    dim = validate_pairs("x", x)
     layout = validate_choice("layout", layout, LAYOUTS)
     start = validate_int("start", start, minimum=0)
-    pairs = rotated_pairs(x.shape[-1], p)
+    pairs = rotated_pairs(dim, p)
     if pairs == 0:
         return x.clone()
     rotated = apply_rope(x, torch.arange(start, start + x.shape[-2]), base=base, layout=layout)
@@ -151,6 +157,18 @@ class RotaryContrast:
     p_rope: torch.Tensor
     partial_rotary: torch.Tensor
 
+    def __post_init__(self) -> None:
+        for name in ("p_rope", "partial_rotary"):
+            theta = validate_tensor(name, getattr(self, name), ndim=1, floating=True)
+            validate_finite(name, theta, allow_inf=False)
+            if bool((theta < 0).any()):
+                raise ValueError(f"{name} must hold frequencies >= 0 (0 = not rotated)")
+        if self.p_rope.shape != self.partial_rotary.shape:
+            raise ValueError(
+                "p_rope and partial_rotary must have one frequency per pair each, got "
+                f"{tuple(self.p_rope.shape)} and {tuple(self.partial_rotary.shape)}"
+            )
+
     @staticmethod
     def _longest(theta: torch.Tensor) -> float:
         kept = theta[theta > 0]
@@ -176,8 +194,12 @@ def contrast_with_partial_rotary(dim: int, p: float, base: float = 10000.0) -> R
     the whole range of wavelengths, more coarsely sampled. For d = 128, p = 1/4 both rotate 16
     pairs; p-RoPE's longest wavelength is 2π b^(30/128) ≈ 54, NeoX's 2π b^(30/32) ≈ 35,000.
     """
-    theta, _ = partial_rotary_frequencies(dim, p, base)
-    return RotaryContrast(p_rope_frequencies(dim, p, base), theta)
+    p_rope = p_rope_frequencies(dim, p, base)  # validates dim, p and base
+    try:
+        theta, _ = partial_rotary_frequencies(dim, p, base)
+    except ValueError as error:  # p = 0, or int(p d) odd: NeoX cannot rotate that
+        raise ValueError(f"p must be a fraction NeoX's partial rotary takes: {error}") from error
+    return RotaryContrast(p_rope, theta)
 
 
 @register("p_rope")

@@ -29,7 +29,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pe_book._validate import validate_bool, validate_choice, validate_int, validate_tensor
+from pe_book._validate import (
+    validate_bool,
+    validate_choice,
+    validate_generator,
+    validate_int,
+    validate_pairs,
+    validate_tensor,
+)
 from pe_book.positions import ModelConfig, PositionMethod, register
 from pe_book.rope import apply_rope, rope_cos_sin, rotate
 from pe_book.sinusoidal import LAYOUTS, SinusoidalEncoding, sinusoidal_table
@@ -63,8 +70,7 @@ def randomized_positions(
         raise ValueError(
             f"seq_len must be <= max_len (the range sampled from), got {seq_len} > {max_len}"
         )
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator)}")
+    generator = validate_generator(generator)
     rows = 1 if batch is None else validate_int("batch", batch, minimum=1)
     # The first L entries of a uniform random permutation are a uniform L-subset.
     samples = [torch.randperm(max_len, generator=generator)[:seq_len] for _ in range(rows)]
@@ -73,10 +79,7 @@ def randomized_positions(
 
 
 def _check_positions(positions: object) -> torch.Tensor:
-    positions = validate_tensor("positions", positions, ndim=(1, 2))
-    if positions.is_floating_point() or positions.dtype == torch.bool:
-        raise TypeError(f"positions must be an integer tensor, got dtype {positions.dtype}")
-    return positions
+    return validate_tensor("positions", positions, ndim=(1, 2), integer=True)
 
 
 def randomized_sinusoidal(
@@ -114,7 +117,7 @@ def randomized_rope(
     :func:`pe_book.rope.apply_rope`. Ruoss et al. (2023), section 3; chapter 7.
     """
     positions = _check_positions(positions)
-    validate_tensor("x", x, min_ndim=2, floating=True)
+    validate_pairs("x", x)
     if positions.ndim == 1:
         return apply_rope(x, positions, base=base, layout=layout)
     if x.ndim < 3 or x.shape[0] != positions.shape[0]:
@@ -190,6 +193,11 @@ class RandomizedRope(_RandomizedPositions):
         validate_tensor("k", k, min_ndim=2, floating=True, last_dim=self.dim)
         if q.shape[-2] != k.shape[-2]:
             raise ValueError(f"q and k must have one length, got {q.shape[-2]} and {k.shape[-2]}")
+        if self.per_sequence and q.ndim >= 3 and (k.ndim < 3 or k.shape[0] != q.shape[0]):
+            raise ValueError(
+                "q and k must have one batch size (each sequence gets its own positions), "
+                f"got shapes {tuple(q.shape)} and {tuple(k.shape)}"
+            )
         positions = self._sample(q, generator)
         rotate = {"base": self.base, "layout": self.layout}
         return randomized_rope(q, positions, **rotate), randomized_rope(k, positions, **rotate)
@@ -219,6 +227,13 @@ class RandomizedRopePositions(PositionMethod):
         cos, sin = self.cos[positions], self.sin[positions]  # (L, d_head/2)
 
         def turn(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            for name, x in (("q", q), ("k", k)):
+                validate_tensor(name, x, min_ndim=2, floating=True, last_dim=2 * cos.shape[-1])
+                if x.shape[-2] != seq_len:
+                    raise ValueError(
+                        f"{name} must hold the seq_len = {seq_len} tokens positions were drawn "
+                        f"for, got shape {tuple(x.shape)}"
+                    )
             return rotate(q, cos, sin), rotate(k, cos, sin)
 
         return {"bias": None, "rotate": turn}

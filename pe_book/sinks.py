@@ -27,7 +27,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from pe_book._validate import validate_finite, validate_int, validate_tensor
+from pe_book._validate import (
+    validate_bool,
+    validate_finite,
+    validate_int,
+    validate_qkv,
+    validate_tensor,
+)
 from pe_book.attention import causal_mask
 
 __all__ = [
@@ -142,14 +148,10 @@ def sink_attention(
     to k_len - q_len). The sink acts as an extra key with score z_h and a zero value:
     the output is a weighted sum of the values with weights summing to less than 1.
     """
-    validate_tensor("q", q, min_ndim=3, floating=True)
-    validate_tensor("k", k, min_ndim=3, floating=True)
-    validate_tensor("v", v, min_ndim=3, floating=True)
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"q and k must share dim and k and v their length, got q {tuple(q.shape)}, "
-            f"k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
+    validate_qkv(q, k, v, min_ndim=3)
+    validate_finite("q", q, allow_inf=False)  # else a score could be NaN or +inf
+    validate_finite("k", k, allow_inf=False)
+    causal = validate_bool("causal", causal)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., H, q_len, k_len)
     if causal:
         allowed = causal_mask(q.shape[-2], k.shape[-2], start=start).to(q.device)
@@ -171,7 +173,13 @@ def attention_to_first_token(
     compute attention their own way (Shaw's and CoPE's), so that no call was seen.
     The first-token share is what StreamingLLM's sinks are (Xiao et al. 2024, section 3.1).
     """
-    validate_tensor("tokens", tokens, ndim=2)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            f"model must be a torch.nn.Module taking tokens, got {type(model).__name__}"
+        )
+    validate_tensor("tokens", tokens, ndim=2, integer=True)
+    if 0 in tokens.shape:
+        raise ValueError(f"tokens must hold at least one token, got shape {tuple(tokens.shape)}")
     chunk = validate_int("chunk", chunk, minimum=1)
     original = F.scaled_dot_product_attention
     shares: list[list[torch.Tensor]] = []

@@ -42,7 +42,9 @@ import torch
 from pe_book._cached_table import CachedTable
 from pe_book._validate import (
     validate_choice,
+    validate_float_dtype,
     validate_int,
+    validate_pairs,
     validate_positions,
     validate_positive_float,
     validate_tensor,
@@ -93,7 +95,7 @@ def xpos_scales(
     role = validate_choice("role", role, ROLES)
     scale_base = validate_positive_float("scale_base", scale_base)
     zeta = xpos_ratios(dim, gamma)
-    m = validate_positions(positions).to(torch.float64)
+    m = validate_positions(positions, name="positions").to(torch.float64)
     sign = 1.0 if role == "query" else -1.0
     return zeta[None, :] ** (sign * m[:, None] / scale_base)  # (L, dim/2)
 
@@ -110,8 +112,7 @@ def xpos_position_limit(
     """
     gamma = validate_positive_float("gamma", gamma)
     scale_base = validate_positive_float("scale_base", scale_base)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    dtype = validate_float_dtype("dtype", dtype)
     decay_per_position = math.log((1 + gamma) / gamma) / scale_base  # -ln ζ_0 / B
     return math.floor(-math.log(torch.finfo(dtype).tiny) / decay_per_position) + 1
 
@@ -155,13 +156,12 @@ def apply_xpos(
     apply_rope`'s; scales are computed in float64. Raises ValueError from the position
     :func:`xpos_position_limit` gives for x's dtype on (module docstring: 35695 in float32).
     """
-    validate_tensor("x", x, min_ndim=2, floating=True)
+    dim = validate_pairs("x", x)
     role = validate_choice("role", role, ROLES)
     layout = validate_choice("layout", layout, LAYOUTS)
     start = validate_int("start", start, minimum=0)
     gamma = validate_positive_float("gamma", gamma)
     scale_base = validate_positive_float("scale_base", scale_base)
-    dim = validate_int("dim", x.shape[-1], minimum=2, even=True)
     positions = torch.arange(start, start + x.shape[-2])
     _check_range(start + x.shape[-2] - 1, x.dtype, gamma, scale_base)
     work = _working(x)
