@@ -41,6 +41,7 @@ Position in today's open models (ch. 13)
 - ``pe_book.irope``         iRoPE (Llama 4): NoPE layers among RoPE layers, temperature tuning
 - ``pe_book.mla``           Multi-head Latent Attention's decoupled RoPE (DeepSeek-V2)
 - ``pe_book.sinks``         attention sinks: StreamingLLM's cache and a learned sink logit
+- ``pe_book.open_models``   the families' position choices, quoted and read from transformers
 
 The model, the studies and their results
 - ``pe_book.model``         the character LM whose only varying part is its position method

@@ -46,6 +46,7 @@ __all__ = [
     "IRopeAttention",
     "IRopePositions",
     "chunked_causal_mask",
+    "focused_weight",
     "qk_norm",
     "rope_layers",
     "scale_queries",
@@ -247,3 +248,31 @@ class IRopePositions(PositionMethod):
             "chunk_mask": chunked_causal_mask(seq_len, self.chunk),
             "floor_scale": float(self.chunk),
         }
+
+
+def focused_weight(
+    gap: float,
+    positions: int | torch.Tensor,
+    floor_scale: float = 8192.0,
+    attn_scale: float = 0.1,
+    *,
+    tuned: bool = True,
+) -> torch.Tensor:
+    """Weight a NoPE layer's query at position m gives the one key that stands out. Chapter 13.
+
+    One key scores ``gap`` above the m other keys it sees (equal among themselves); the
+    temperature τ(m) = :func:`temperature_scale` multiplies every score, so the gap
+    becomes τ(m) · gap and
+
+        w(m) = e^(τ g) / (e^(τ g) + m),     τ = 1 without tuning (``tuned=False``).
+
+    Without tuning w falls towards 0 as m grows: the softmax flattens over more keys.
+    float64, shape (L,) for ``positions`` as in :func:`temperature_scale`.
+    """
+    if isinstance(gap, bool) or not isinstance(gap, int | float) or not math.isfinite(gap):
+        raise TypeError(f"gap must be a finite real number, got {gap!r}")
+    tuned = validate_bool("tuned", tuned)
+    scale = temperature_scale(positions, floor_scale, attn_scale)  # (L,), validates
+    m = validate_positions(positions, name="positions").to(torch.float64)
+    tau = scale if tuned else torch.ones_like(scale)
+    return torch.sigmoid(tau * gap - torch.log(m.clamp(min=1.0))) * (m > 0) + (m == 0)

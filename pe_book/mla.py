@@ -63,7 +63,7 @@ from pe_book.attention import attention, merge_heads, split_heads
 from pe_book.rope import Rope
 from pe_book.sinusoidal import LAYOUTS
 
-__all__ = ["MLAAttention", "mha_cache_floats", "mla_cache_floats"]
+__all__ = ["MLAAttention", "gqa_cache_floats", "mha_cache_floats", "mla_cache_floats"]
 
 
 def mla_cache_floats(d_latent: int, d_rope: int) -> int:
@@ -77,6 +77,19 @@ def mha_cache_floats(n_heads: int, d_head: int) -> int:
     """Multi-head attention's cache per token and layer, 2 H d_h numbers (Table 1)."""
     return (
         2 * validate_int("n_heads", n_heads, minimum=1) * validate_int("d_head", d_head, minimum=1)
+    )
+
+
+def gqa_cache_floats(n_kv_heads: int, d_head: int) -> int:
+    """Grouped-query attention's cache per token and layer, 2 n_g d_h numbers. Chapter 13.
+
+    n_g = ``n_kv_heads`` key/value heads shared by groups of query heads (Table 1's GQA);
+    n_g = H is multi-head attention (:func:`mha_cache_floats`), n_g = 1 multi-query.
+    """
+    return (
+        2
+        * validate_int("n_kv_heads", n_kv_heads, minimum=1)
+        * validate_int("d_head", d_head, minimum=1)
     )
 
 

@@ -39,9 +39,12 @@ from pe_book.attention import causal_mask
 __all__ = [
     "attention_to_first_token",
     "cache_positions",
+    "first_token_ratio",
     "sink_attention",
+    "sink_gap",
     "softmax_with_sink",
     "streaming_cache_slots",
+    "uniform_share",
 ]
 
 
@@ -206,3 +209,45 @@ def attention_to_first_token(
     if not shares or not shares[0]:
         return None
     return torch.stack([torch.stack(calls) for calls in shares]).sum(0) / tokens.shape[0]
+
+
+def uniform_share(n_queries: int, bin_size: int = 1) -> torch.Tensor:
+    """1/(m + 1), the share of key 0 under an even spread, per query or bin: float64 (n,).
+
+    Query m (0-based) sees the m + 1 keys 0 .. m under the causal mask. With
+    ``bin_size`` = B > 1 entry j is the mean of 1/(m + 1) over queries m = jB .. jB + B - 1,
+    as the study stores its long windows (means over bins of L queries). Chapter 13.
+    """
+    n_queries = validate_int("n_queries", n_queries, minimum=1)
+    bin_size = validate_int("bin_size", bin_size, minimum=1)
+    queries = torch.arange(n_queries * bin_size, dtype=torch.float64)
+    return (1.0 / (queries + 1.0)).reshape(n_queries, bin_size).mean(1)
+
+
+def first_token_ratio(shares: object, bin_size: int = 1) -> torch.Tensor:
+    """Attention on the first token over the even share, (..., n) -> (..., n) float64.
+
+    ``shares[..., j]`` is the weight query j (or bin j of ``bin_size`` queries) gives
+    key 0, e.g. a record's ``first_token_attention`` ([layer][head][query]); the ratio
+    is 1 for a head that spreads evenly (chapter 10's counting NoPE head), below 1 for
+    one that looks elsewhere, and about (m + 1) w for a sink holding a fixed share w
+    (StreamingLLM's first tokens), growing with m. Chapter 13.
+    """
+    values = torch.as_tensor(shares, dtype=torch.float64)
+    validate_tensor("shares", values, min_ndim=1, floating=True)
+    if bool(((values < 0) | (values > 1) | values.isnan()).any()):
+        raise ValueError("shares must be attention weights in [0, 1]")
+    return values / uniform_share(values.shape[-1], bin_size)
+
+
+def sink_gap(share: float, n_keys: int) -> float:
+    """How far key 0's score must exceed the others' for it to take ``share``. Chapter 13.
+
+    With key 0 at score s + g and the other n_keys - 1 keys at s, softmax gives key 0
+    w = e^g / (e^g + n_keys - 1), so g = log(w (n_keys - 1) / (1 - w)): it grows like
+    log n_keys, the price of parking a head's weight on one key as the context grows.
+    """
+    n_keys = validate_int("n_keys", n_keys, minimum=2)
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share < 1:
+        raise ValueError(f"share must be a number strictly between 0 and 1, got {share!r}")
+    return math.log(share * (n_keys - 1) / (1.0 - share))
