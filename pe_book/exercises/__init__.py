@@ -28,6 +28,7 @@ module                              chapter
 :mod:`~.ch11_study`                 11, train short, test long
 :mod:`~.ch12_cost`                  12, what position costs
 :mod:`~.ch13_review`                13, review
+:mod:`~.ch13_models`                13, position in today's open models
 ==================================  =========================================
 
 Every reference a checker compares with is a public function of the package
@@ -101,6 +102,12 @@ from pe_book.exercises.ch12_cost import (
     check_shaw_parameters,
     check_shaw_table_bytes,
 )
+from pe_book.exercises.ch13_models import (
+    check_kv_cache_bytes,
+    check_mrope_ids,
+    check_query_temperature,
+    check_sink_gap,
+)
 from pe_book.exercises.ch13_review import (
     check_cheapest_keeper,
     check_keeps_quality,
@@ -131,16 +138,19 @@ __all__ = [
     "check_integral_profile",
     "check_invisible_positions",
     "check_keeps_quality",
+    "check_kv_cache_bytes",
     "check_layout_conversion",
     "check_layout_permutation",
     "check_llama3_frequencies",
     "check_mean_distance",
     "check_mla_cache_ratio",
+    "check_mrope_ids",
     "check_ntk_frequencies",
     "check_offset_only",
     "check_p_rope_frequencies",
     "check_permutation_matrix",
     "check_perplexity",
+    "check_query_temperature",
     "check_reach",
     "check_recover_positions",
     "check_relative_indices",
@@ -151,6 +161,7 @@ __all__ = [
     "check_shift_matrix",
     "check_short_context_fraction",
     "check_similarity_by_offset",
+    "check_sink_gap",
     "check_sinusoidal_table",
     "check_t5_bucket",
     "check_taylor_terms",
