@@ -42,6 +42,8 @@ __all__ = ["CostRow", "cost_study", "load_cost", "main", "print_cost", "scaling_
 
 @dataclass(frozen=True)
 class CostRow:
+    """One (L, method) row of chapter 12's cost table: times, ratios to NoPE, memory."""
+
     seq_len: int
     position: str
     train_ms: float
@@ -200,6 +202,7 @@ def print_cost(quick: bool, kernels: bool, out: Path | None) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """``python -m pe_book cost``: chapter 12's table into results/cost.json; the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-kernels", action="store_true", help="skip the kernel tables")
     parser.add_argument("--quick", action="store_true", help="a small run, well under a minute")

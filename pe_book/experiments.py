@@ -14,6 +14,7 @@ __all__ = ["main"]
 
 
 def main(argv: list[str]) -> int:
+    """``extrapolation`` runs :func:`pe_book.study.main`, ``cost`` :func:`pe_book.cost.main`."""
     if not argv or argv[0] not in ("extrapolation", "cost"):
         usage = "usage: python -m pe_book.experiments {extrapolation,cost} [options]"
         print(usage, file=sys.stderr)

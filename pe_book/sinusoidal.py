@@ -54,6 +54,7 @@ __all__ = [
     "wavelengths",
 ]
 
+#: The two layouts of the pairs: (2i, 2i+1) and (i, i + d/2) (chapter 3).
 LAYOUTS = ("interleaved", "half")
 
 

@@ -120,6 +120,7 @@ class StudyConfig:
         )
 
 
+#: The small configuration of chapter 11's live cell (``--quick``).
 QUICK = StudyConfig(
     train_len=32,
     steps=200,
@@ -414,6 +415,7 @@ class Design:
 #: Every method the character model can train, from the registry (chapters 3-10).
 TRAINABLE = POSITIONS
 
+#: Every design of the study by name (``--design``), fixed before its runs (chapter 11).
 DESIGNS: dict[str, Design] = {
     "lm": Design(StudyConfig(), TRAINABLE, "the base study: every method, trained at L = 64"),
     "long": Design(
@@ -500,6 +502,7 @@ def _seeds(text: str) -> tuple[int, ...]:
 
 
 def main(argv: list[str]) -> int:
+    """``python -m pe_book study``: run (or resume) a design for some seeds; the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--design", choices=tuple(DESIGNS), default="lm", help="which study")
     parser.add_argument("--quick", action="store_true", help="same as --design quick")

@@ -1,4 +1,4 @@
-"""SymPy helpers every proof in the book shares.
+"""SymPy helpers every proof in the book shares (chapters 1-7 and 9).
 
 A proof cell states an identity for symbolic positions, frequencies and
 dimensions, then calls :func:`prove`, which simplifies ``lhs - rhs`` and

@@ -25,6 +25,7 @@ from pe_book.attention import attention
 
 __all__ = ["TERM_NAMES", "attention_readout", "circle_solution", "taylor_terms"]
 
+#: The names of the six terms of the expansion, in order (chapter 2).
 TERM_NAMES = (
     "f (no position)",
     "p_m·∇_m f",

@@ -34,6 +34,8 @@ def text(cell: dict) -> str:
 def test_every_chapter_is_in_the_table_of_contents():
     toc = yaml.safe_load((ROOT / "notebooks" / "_toc.yml").read_text())
     listed = {toc["root"]} | {c["file"] for part in toc["parts"] for c in part["chapters"]}
+    # the appendices written from the package (api.md, api_positions.md) are pages, not chapters
+    listed -= {stem for stem in listed if (ROOT / "notebooks" / f"{stem}.md").is_file()}
     assert listed == {p.stem for p in NOTEBOOKS}, (
         "every chapter notebook must be listed in notebooks/_toc.yml (the book's table of"
         f" contents), and nothing else: listed only {sorted(listed - {p.stem for p in NOTEBOOKS})},"

@@ -127,6 +127,8 @@ def check(html_dir: Path = HTML) -> list[str]:
     for page in pages:
         text = page.read_text(encoding="utf-8", errors="replace")
         rel = page.relative_to(html_dir)
+        if str(ROOT) in text:
+            problems.append(f"{rel}: holds this clone's path {ROOT}")
         for match in LOADED.finditer(text):
             url = match.group(1) or match.group(2)
             if REMOTE.match(url):
@@ -141,6 +143,11 @@ def check(html_dir: Path = HTML) -> list[str]:
             problems.append(f"{asset.relative_to(html_dir)}: CSS loads {url}")
     if not (html_dir / MATHJAX).is_file():
         problems.append(f"{MATHJAX} is missing: MathJax is not served from the build")
+    for stem in sorted(set(toc_pages()) - set(toc_chapters())):  # the appendices (.md)
+        page = html_dir / f"{stem}.html"
+        title = page_title(stem)
+        if not page.is_file() or title not in html.unescape(page.read_text(encoding="utf-8")):
+            problems.append(f"appendix {stem}: no page {page.name} with its title {title!r}")
     for stem in toc_chapters():
         page = html_dir / f"{stem}.html"
         if not page.is_file():

@@ -11,6 +11,8 @@ For the PDF (the LaTeX builder only; the HTML book is untouched):
   gets its title back as an unnumbered chapter listed in the table of contents;
 - Chinese characters (the sources' titles) are set in a CJK font (:class:`LatexCJK`);
 - formulas printed by cells (SymPy's) shrink to the text width (:class:`LatexWideMath`).
+
+For every builder it registers the API reference's directives (tools/book_api.py).
 """
 
 from __future__ import annotations
@@ -244,6 +246,14 @@ def _latex_escape(text: str) -> str:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    import book_api  # tools/book_api.py, beside this file
+
+    app.add_directive("pe-book-api", book_api.ApiDirective)
+    app.add_directive("pe-book-positions", book_api.PositionsDirective)
+    app.connect("autodoc-process-docstring", book_api.process_docstring)
+    app.connect("autodoc-process-signature", book_api.process_signature)
+    app.connect("doctree-read", book_api.register_module_anchors)
+    app.connect("doctree-read", book_api.scrub_paths)
     app.add_post_transform(LatexTables)
     app.add_post_transform(LatexPrefaceTitle)
     app.add_post_transform(LatexCJK)

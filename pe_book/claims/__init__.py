@@ -1,5 +1,8 @@
 """The registry of checkable claims the sources make, their evidence and their verdicts.
 
+The preface (chapter 0) explains it; every chapter from chapter 1 on decides its own
+claims in its *Claims checked* section, and the review chapter counts the verdicts.
+
 One registry, stored as data in ``pe_book/data/claims.toml``: each claim has an
 id, the source file it comes from, the claim in the book's own words, the
 chapter that decides it, the *kind* of its evidence, a verdict and a reason.
@@ -97,6 +100,8 @@ EVIDENCE_MODULES = (
 
 
 class Verdict(enum.StrEnum):
+    """The one vocabulary of verdicts every chapter uses (chapter 0 defines it)."""
+
     HOLDS = "holds"
     CAVEAT = "holds with a caveat"
     FAILS = "does not hold"
@@ -104,6 +109,8 @@ class Verdict(enum.StrEnum):
 
 
 class Kind(enum.StrEnum):
+    """The kind of evidence behind a verdict, counted apart (chapter 0 defines them)."""
+
     MEASURED = "measured"
     PROVED = "proved"
     DEFINITION = "by definition"
@@ -132,6 +139,8 @@ _KIND_MEANINGS = {
 
 @dataclass(frozen=True)
 class Claim:
+    """One claim of the registry: where it comes from, what it says, how it is decided."""
+
     id: str
     source: str
     claim: str

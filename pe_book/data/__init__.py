@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 OTHER = "\N{REPLACEMENT CHARACTER}"
+#: The character model's vocabulary: OTHER, tab, newline and printable ASCII.
 VOCAB: tuple[str, ...] = (OTHER, "\t", "\n", *(chr(c) for c in range(32, 127)))
 _INDEX = np.zeros(128, dtype=np.uint8)
 for _i, _ch in enumerate(VOCAB[1:], start=1):

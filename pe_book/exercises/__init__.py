@@ -1,5 +1,8 @@
 """Checkers for the exercises, one module per chapter on one grading framework.
 
+Every chapter from chapter 1 on ends with exercises checked here; the preface
+(chapter 0) states the answer policy.
+
 Each ``check_<name>(reader)`` runs the reader's function and ``pe_book``'s own
 implementation on the same inputs and either prints that every case agrees or
 raises :class:`ExerciseMismatch` naming the first case that does not (its input,

@@ -1,5 +1,7 @@
 """The grading framework every exercise checker is built on, and the book's one answer policy.
 
+The preface (chapter 0) states the policy; the exercises of chapters 1 on use it.
+
 A checker is three things: **cases** (inputs, each described and, where it matters,
 labelled with its input class), a **reference** (``pe_book``'s own function, or a
 property the answer must have) and the **policy** below, which this module alone
