@@ -91,8 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         later = " (not part of this version yet)" if name in COMMANDS else ""
         parser.print_usage(sys.stderr)
         print(
-            f"{PROG}: error: unknown command {name!r}{later}; "
-            f"choose from {', '.join(commands)}",
+            f"{PROG}: error: unknown command {name!r}{later}; choose from {', '.join(commands)}",
             file=sys.stderr,
         )
         return USAGE_ERROR
