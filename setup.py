@@ -1,6 +1,6 @@
 """Builds pe_book's two compiled modules; everything else is in pyproject.toml.
 
-pe_book._rope_kernel: the fused RoPE loop (chapter 12, section 12.6).
+pe_book._rope_kernel: the fused RoPE loop, both layouts (chapter 12, section 12.6).
 pe_book._bias_attention: causal attention reading a relative bias per offset inside
 the kernel (ALiBi, T5, KERPLE, FIRE, Shaw et al.; chapter 12, section 12.7).
 Plain C against Python's headers only (no PyTorch headers, so building needs
@@ -23,6 +23,7 @@ setup(
         Extension(
             "pe_book._rope_kernel",
             sources=["pe_book/_rope_kernel.c"],
+            depends=["pe_book/_rope_kernel_body.h"],
             extra_compile_args=["-O3", "-std=c11", *openmp],
             extra_link_args=openmp,
             optional=not linux,

@@ -6,12 +6,14 @@ Pair i of a query or key at position m is turned by the angle m θ_i, θ_i = b^(
 
 so q_m · k_n depends on m - n only. Two layouts decide which coordinates form pair i:
 
-- ``"interleaved"``: (2i, 2i+1), as in RoFormer and GPT-J; computed as a complex
-  multiply x_pair · e^{𝗂 m θ_i} on a complex view of x;
+- ``"interleaved"``: (2i, 2i+1), as in RoFormer and GPT-J;
 - ``"half"``: (i, i + d/2), as in GPT-NeoX and Hugging Face's Llama ``rotate_half``
-  (Meta's reference Llama code is interleaved); computed
-  by a fused C loop (:mod:`pe_book.rope_kernel`) for CPU float32/float64 inputs,
-  otherwise as x·cos over whole rows plus one in-place multiply-add per half.
+  (Meta's reference Llama code is interleaved).
+
+Both are computed by a fused C loop (:mod:`pe_book.rope_kernel`) for CPU float32, float64
+and bfloat16 inputs; otherwise, or with ``fused=False``, the interleaved layout as a
+complex multiply x_pair · e^{𝗂 m θ_i} on a complex view of x and the half layout as
+x·cos over whole rows plus one in-place multiply-add per half.
 
 Angles come from integer positions and float64 frequencies, whatever the input
 dtype; cos and sin are rounded once to float32 (bfloat16/float16 inputs are
@@ -35,7 +37,7 @@ from pe_book._validate import (
     validate_tensor,
 )
 from pe_book.positions import ModelConfig, PositionMethod, register
-from pe_book.rope_kernel import can_fuse, rotate_half_fused
+from pe_book.rope_kernel import can_fuse, rotate_fused
 from pe_book.rope_scaling import (
     DynamicNTKScaling,
     LongRoPEScaling,
@@ -103,7 +105,13 @@ def _complex_viewable(x: torch.Tensor) -> bool:
 def _rotate(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, fused: bool = True
 ) -> torch.Tensor:
-    """Rotate x (..., L, d) with cos, sin (L, d/2) in float32 or wider; returns x's dtype."""
+    """Rotate x (..., L, d) with cos, sin (L, d/2) in float32 or wider; returns x's dtype.
+
+    ``fused``: one pass in C (:mod:`pe_book.rope_kernel`) when the input suits it; otherwise,
+    and with ``fused=False``, the plain PyTorch path below."""
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32
+    if fused and can_fuse(x, cos.to(wide), sin.to(wide)):  # bfloat16 too, rotated in float32
+        return rotate_fused(x, cos.to(wide), sin.to(wide), layout)
     work = x if x.dtype in (torch.float32, torch.float64) else x.float()
     cos, sin = cos.to(work.dtype), sin.to(work.dtype)
     half = x.shape[-1] // 2
@@ -112,9 +120,7 @@ def _rotate(
             work = work.contiguous()
         pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], half, 2))
         rotated = torch.view_as_real(pairs * torch.complex(cos, sin)).flatten(-2)
-    elif fused and can_fuse(work, cos, sin):  # pairs (i, i + d/2): one pass in C (rope_kernel)
-        rotated = rotate_half_fused(work, cos, sin)
-    else:  # the same in plain PyTorch: one full pass of x cos, then a multiply-add per half
+    else:  # pairs (i, i + d/2): one full pass of x cos, then a multiply-add per half
         x1, x2 = work[..., :half], work[..., half:]
         rotated = work * torch.cat((cos, cos), dim=-1)  # x cos, both halves
         rotated[..., :half].addcmul_(x2, sin, value=-1)  # x1 cos - x2 sin
@@ -161,7 +167,7 @@ def apply_rope(
 ) -> torch.Tensor:
     """Rotate every pair of x (..., L, d) by m θ_i, m = positions (default 0..L-1). Chapter 7.
 
-    ``fused=False`` keeps the half layout on the plain PyTorch path instead of the C
+    ``fused=False`` keeps either layout on the plain PyTorch path instead of the C
     loop of :mod:`pe_book.rope_kernel` (same numbers to rounding; for comparison).
     """
     validate_tensor("x", x, min_ndim=2, floating=True)

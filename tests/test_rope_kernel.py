@@ -52,14 +52,14 @@ def test_fused_gradient_is_the_rotation_by_minus_the_angle():
     """gradcheck compares the backward pass with finite differences, in float64."""
     cos, sin = rope.rope_cos_sin(torch.arange(6) * 1000, 8, dtype=torch.float64)
     x = random(2, 3, 6, 8).requires_grad_()
-    assert torch.autograd.gradcheck(lambda t: rope_kernel.rotate_half_fused(t, cos, sin), (x,))
+    assert torch.autograd.gradcheck(lambda t: rope_kernel.rotate_fused(t, cos, sin), (x,))
 
 
 def test_fused_gradient_of_the_gradient():
     """The backward pass goes through the same Function, so second derivatives exist."""
     cos, sin = rope.rope_cos_sin(torch.arange(4) * 300, 6, dtype=torch.float64)
     x = random(2, 4, 6).requires_grad_()
-    assert torch.autograd.gradgradcheck(lambda t: rope_kernel.rotate_half_fused(t, cos, sin), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: rope_kernel.rotate_fused(t, cos, sin), (x,))
 
 
 @pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")  # vmap of addcmul_
@@ -108,7 +108,7 @@ def test_another_default_device_does_not_send_the_output_elsewhere():
     expected = rope.apply_rope(x, layout="half")
     cos, sin = rope.rope_cos_sin(6, 8)
     with torch.device("meta"):
-        got = rope_kernel.rotate_half_fused(x, cos, sin)
+        got = rope_kernel.rotate_fused(x, cos, sin)
     assert got.device.type == "cpu" and torch.equal(got, expected)
 
 
@@ -160,7 +160,7 @@ def test_the_c_function_refuses_empty_sizes_instead_of_dividing_by_zero():
     from pe_book import _rope_kernel
 
     with pytest.raises(ValueError, match="must be >= 1"):
-        _rope_kernel.rotate_half(0, 0, 0, 0, 1, 1, 0, 4, 0, 0, 8, False, 1)
+        _rope_kernel.rotate(0, 0, 0, 0, 1, 1, 0, 4, 0, 0, 8, "f32", False, 1, "base", False)
 
 
 def test_stride_zero_and_many_leading_dimensions():
@@ -178,17 +178,17 @@ def test_stride_zero_and_many_leading_dimensions():
         (lambda: rope.apply_rope(random(3, 4), layout="half", fused=1), TypeError, "fused"),
         (lambda: rope.Rope(4, fused="yes"), TypeError, "fused"),
         (
-            lambda: rope_kernel.rotate_half_fused(random(3, 5), random(3, 2), random(3, 2)),
+            lambda: rope_kernel.rotate_fused(random(3, 5), random(3, 2), random(3, 2)),
             ValueError,
             "even last dimension",
         ),
         (
-            lambda: rope_kernel.rotate_half_fused(random(3, 4).half(), *rope.rope_cos_sin(3, 4)),
+            lambda: rope_kernel.rotate_fused(random(3, 4).half(), *rope.rope_cos_sin(3, 4)),
             TypeError,
-            "rotate_half_fused needs",
+            "rotate_fused needs",
         ),
         (
-            lambda: rope_kernel.rotate_half_fused(
+            lambda: rope_kernel.rotate_fused(
                 random(3, 4), *rope.rope_cos_sin(2, 4, dtype=torch.float64)
             ),
             ValueError,
@@ -208,7 +208,7 @@ def test_the_one_thread_threshold_chapter_12_quotes_is_the_c_files():
     from pathlib import Path
 
     root = Path(__file__).parents[1]
-    source = (root / "pe_book" / "_rope_kernel.c").read_text(encoding="utf-8")
+    source = (root / "pe_book" / "_rope_kernel_body.h").read_text(encoding="utf-8")
     (threshold,) = re.findall(r"if\(rows \* h >= (\d+)\)", source)
     chapter = json.loads((root / "notebooks" / "12_cost.ipynb").read_text(encoding="utf-8"))
     prose = "".join("".join(c["source"]) for c in chapter["cells"] if c["cell_type"] == "markdown")
