@@ -48,7 +48,8 @@ $(1) -m pip install --quiet --no-deps "$(TORCH)" 2>/dev/null \
 	     $(1) -m pip install --quiet --no-deps --index-url $(TORCH_INDEX) "$(TORCH)"; }
 endef
 
-$(STAMP): pyproject.toml requirements/build.txt requirements/lock.txt setup.py pe_book/_rope_kernel.c
+$(STAMP): pyproject.toml requirements/build.txt requirements/lock.txt setup.py pe_book/_rope_kernel.c \
+		pe_book/_rope_kernel_body.h pe_book/_bias_attention.c pe_book/_bias_attention_body.h
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements/build.txt  # pip, setuptools, wheel: exact pins
 	$(call install_torch,$(BIN)/python)

@@ -7,9 +7,27 @@ Plain C against Python's headers only (no PyTorch headers, so building needs
 no torch and takes seconds); OpenMP shares the work among threads.
 """
 
+import os
+import shutil
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class BuildExtAtomically(build_ext):
+    """Put each built module in place by renaming a fresh copy over it. A running Python
+    (a long training run) keeps the file it mapped; copying over it in place would change
+    its code under its feet."""
+
+    def copy_file(self, infile, outfile, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if not str(outfile).endswith((".so", ".pyd")):
+            return super().copy_file(infile, outfile, *args, **kwargs)
+        temporary = f"{outfile}.{os.getpid()}.tmp"
+        shutil.copy2(infile, temporary)
+        os.replace(temporary, outfile)
+        return outfile, True
+
 
 # Linux (CI, and the machines the book is tested on): gcc with OpenMP, and the build
 # must succeed. Elsewhere the loop is optional: Apple's clang has no OpenMP (the
@@ -19,6 +37,7 @@ linux = sys.platform == "linux"
 openmp = ["-fopenmp"] if linux else []
 
 setup(
+    cmdclass={"build_ext": BuildExtAtomically},
     ext_modules=[
         Extension(
             "pe_book._rope_kernel",
