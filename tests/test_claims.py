@@ -12,10 +12,21 @@ from pe_book.claims import Finding, Kind, Verdict
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
+def chapter_notebooks(chapter: str) -> list[Path]:
+    """The chapter's notebook, and a draft of a new chapter with that number if one is
+    waiting to be renumbered in (``draft_13_models.ipynb`` beside ``13_review.ipynb``)."""
+    return sorted(NOTEBOOKS.glob(f"{chapter}_*.ipynb")) + sorted(
+        NOTEBOOKS.glob(f"draft_{chapter}_*.ipynb")
+    )
+
+
 def chapter_outputs(chapter: str) -> str:
     """Everything a chapter's code cells printed (stored outputs)."""
-    (path,) = NOTEBOOKS.glob(f"{chapter}_*.ipynb")
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    cells = [
+        cell
+        for path in chapter_notebooks(chapter)
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+    ]
     return "\n".join(
         "".join(out.get("text", ""))
         for cell in cells
@@ -24,13 +35,16 @@ def chapter_outputs(chapter: str) -> str:
     )
 
 
-
 def chapter_headings(chapter: str) -> set[str]:
     """Section headings: ``## 7.5 The RoFormer bound`` gives "7.5 The RoFormer bound"."""
-    (path,) = NOTEBOOKS.glob(f"{chapter}_*.ipynb")
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    cells = [
+        cell
+        for path in chapter_notebooks(chapter)
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+    ]
     text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     return {m.group(1).strip() for m in re.finditer(r"^##+ (.+)$", text, flags=re.M)}
+
 
 def test_registry_loads_with_unique_ids_known_sources_and_kinds():
     registry = claims.registry()

@@ -31,6 +31,12 @@ from pe_book.claims.rotation import source_identities
 # ---- counterfactual implementations ---------------------------------------------------
 
 
+def absolute_positions(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor):
+    """Sinusoidal vectors added to q and k: position-dependent, but not relative."""
+    table = sinusoidal.sinusoidal_table(int(positions.max()) + 1, q.shape[-1])[positions]
+    return q + table, k + table
+
+
 def positional_layer() -> Callable[..., torch.Tensor]:
     """Chapter 1's layer with sinusoidal positions added to its input: it sees order."""
     layer = symmetry_evidence.default_layer()
@@ -245,6 +251,7 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     ],
     "004-t5-costly": [lambda: {"rows": t5_as_cheap_as_sinusoidal()}],
     "004-quadratic-cost": [lambda: {"rows": nope_linear()}],
+    "004-llama-neox-rope": [lambda: {"rotations": {"absolute": absolute_positions}}],
 }
 
 #: For each proved claim, the input that holds what its SymPy proof proves.

@@ -96,6 +96,7 @@ EVIDENCE_MODULES = (
     "alibi",
     "study",
     "cost",
+    "models",
 )
 
 
