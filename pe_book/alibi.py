@@ -298,6 +298,7 @@ def alibi_attention(
 class AlibiPositions(PositionMethod):
     """ALiBi in chapter 11's model: the bias -s_h (m - n) on every layer's scores, no parameters."""
 
+    fast_path = "bias per offset read in pe_book's attention kernel"
     slopes: torch.Tensor
 
     def __init__(self, config: ModelConfig) -> None:

@@ -193,6 +193,8 @@ class FirePositions(ScoreBiasMethod):
     inputs seen in training; the MLP has the paper's width, 32.
     """
 
+    fast_path = "bias per offset (within its threshold) read in pe_book's kernel"
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         self.bias = FireBias(config.n_heads, init_threshold=float(config.train_len))

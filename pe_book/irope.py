@@ -45,6 +45,7 @@ from pe_book.rope import Rope
 __all__ = [
     "IRopeAttention",
     "IRopePositions",
+    "chunked_attention",
     "chunked_causal_mask",
     "focused_weight",
     "qk_norm",
@@ -158,6 +159,32 @@ def chunked_causal_mask(
     return allowed & (query_chunk[:, None] == key_chunk[None, :])  # (q_len, seq_len)
 
 
+def chunked_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: int
+) -> torch.Tensor:
+    """Causal attention within chunks of ``chunk`` positions, with no L × L mask (chapter 12).
+
+    The same as :func:`pe_book.attention.attention` with the mask of
+    :func:`chunked_causal_mask`: the L tokens are padded to a multiple of C and cut into
+    chunks, and every chunk runs PyTorch's causal kernel as a sequence of its own (a padded
+    key comes after every real query of its chunk, so none sees it). q, k, v: (B, H, L, d),
+    the same L tokens; returns (B, H, L, d_v).
+    """
+    chunk = validate_int("chunk", chunk, minimum=1)
+    batch, heads, seq_len, _ = q.shape
+    if seq_len <= chunk:
+        return attention(q, k, v, causal=True)
+    pieces = -(-seq_len // chunk)
+    pad = pieces * chunk - seq_len
+
+    def cut(t: torch.Tensor) -> torch.Tensor:  # (B, H, L, d) -> (B, H · pieces, C, d)
+        t = torch.nn.functional.pad(t, (0, 0, 0, pad))
+        return t.reshape(batch, heads * pieces, chunk, t.shape[-1])
+
+    z = attention(cut(q), cut(k), cut(v), causal=True)  # (B, H · pieces, C, d_v)
+    return z.reshape(batch, heads, pieces * chunk, -1)[:, :, :seq_len]
+
+
 def qk_norm(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """x / sqrt(mean_j x_j² + eps) over the last dimension: Llama 4's q, k norm.
 
@@ -179,7 +206,8 @@ class IRopeAttention(MultiHeadSelfAttention):
 
     ``forward(x, *, causal=True, rotate, chunk_mask, floor_scale)``: a RoPE layer turns q
     and k with ``rotate`` and lets query m see key n only within its chunk
-    (``chunk_mask``, (L, L) bool from :func:`chunked_causal_mask`); a NoPE layer scales
+    (``chunk_mask``, (L, L) bool from :func:`chunked_causal_mask`, or ``chunk``, its size,
+    for :func:`chunked_attention`, which needs no mask); a NoPE layer scales
     its queries by :func:`temperature_scale` and attends causally to every key.
     Shapes: x (batch, L, dim) -> same.
     """
@@ -197,12 +225,18 @@ class IRopeAttention(MultiHeadSelfAttention):
         chunk_mask: torch.Tensor | None = None,
         floor_scale: float = 8192.0,
         bias: torch.Tensor | None = None,
+        chunk: int | None = None,
     ) -> torch.Tensor:
         if causal is not True or bias is not None:
             raise ValueError("IRopeAttention is causal and takes no score bias")
         floor_scale = validate_positive_float("floor_scale", floor_scale)
         q, k, v, unbatched = self._heads(x)  # each (batch, H, L, d_head)
-        if self.uses_rope:
+        if self.uses_rope and chunk is not None:  # the fast path: chunks, no mask
+            if not callable(rotate):
+                raise TypeError(f"rotate must be a function (q, k) -> (q, k), got {rotate!r}")
+            q, k = rotate(q, k)
+            z = chunked_attention(q, k, v, chunk)
+        elif self.uses_rope:
             if not callable(rotate):
                 raise TypeError(f"rotate must be a function (q, k) -> (q, k), got {rotate!r}")
             scores = (*q.shape[:-1], k.shape[-2])  # (batch, H, L, L)
@@ -230,11 +264,13 @@ class IRopePositions(PositionMethod):
     temperature's ``floor_scale`` (8192); here both are ``train_len``.
     """
 
+    fast_path = "chunks through PyTorch's causal kernel, no L × L mask; RoPE's kernel"
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         self.plan = rope_layers(config.n_layers, min(4, config.n_layers))
         self.chunk = config.train_len
-        self.rope = Rope(config.dim // config.n_heads)
+        self.rope = Rope(config.dim // config.n_heads, fused=self.fused)
         self._built = 0
 
     def make_attention(self, config: ModelConfig) -> nn.Module:
@@ -243,10 +279,15 @@ class IRopePositions(PositionMethod):
         return layer
 
     def layer_inputs(self, seq_len: int, dtype: torch.dtype) -> dict[str, object]:
+        chunks: dict[str, object] = (
+            {"chunk": self.chunk}
+            if self.fused
+            else {"chunk_mask": chunked_causal_mask(seq_len, self.chunk)}
+        )
         return {
             "rotate": lambda q, k: (self.rope(q), self.rope(k)),
-            "chunk_mask": chunked_causal_mask(seq_len, self.chunk),
             "floor_scale": float(self.chunk),
+            **chunks,
         }
 
 

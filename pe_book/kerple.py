@@ -191,6 +191,8 @@ class KerplePositions(ScoreBiasMethod):
     section 10.2).
     """
 
+    fast_path = "bias per offset read in pe_book's attention kernel"
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         self.bias = KerpleBias(config.n_heads, kind="log")

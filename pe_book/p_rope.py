@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from pe_book._validate import (
+    validate_bool,
     validate_choice,
     validate_finite,
     validate_int,
@@ -112,13 +113,29 @@ def apply_p_rope(
     return torch.where(_rotated_mask(x.shape[-1], pairs, layout).to(x.device), rotated, x)
 
 
+class _RestingRope(Rope):
+    """RoPE's cached tables with cos 1 and sin 0 from pair ``pairs`` on: the rotation by θ'_i,
+    so the resting pairs are copied by the same single pass of RoPE's kernel (chapter 12)."""
+
+    def __init__(self, dim: int, pairs: int, base: float, layout: str, *, max_len: int) -> None:
+        self.pairs = pairs  # read by _tables, which Rope's constructor calls
+        super().__init__(dim, base, layout, max_len=max_len)
+
+    def _tables(self, length: int) -> dict[str, torch.Tensor]:
+        tables = super()._tables(length)  # fresh tensors: cos, sin, cos64, sin64
+        for name, table in tables.items():
+            table[:, self.pairs :] = 1.0 if name.startswith("cos") else 0.0
+        return tables
+
+
 class PRope(nn.Module):
     """p-RoPE for a head of size ``dim``: ``forward(x, start=0)`` for x (..., L, dim). Chapter 10.
 
-    The rotation is a cached :class:`pe_book.rope.Rope` (same tables, same start convention);
-    the unrotated coordinates are selected by a non-persistent boolean buffer ``rotated``.
-    Only the first ⌊p·d/2⌋ pairs need rotating; rotating all d/2 and keeping the wanted ones
-    costs a full RoPE pass, which keeps the rotation in one place (pe_book.rope).
+    ``fused=False``: the rotation is a cached :class:`pe_book.rope.Rope` (same tables, same
+    start convention) of every pair, and a boolean buffer ``rotated`` selects the rotated
+    coordinates, keeping the others as they were: two passes, the rotation in one place.
+    ``fused=True`` (chapter 12): RoPE's tables with cos 1 and sin 0 for the resting pairs,
+    one pass of RoPE's kernel that turns the first ⌊p·d/2⌋ pairs and copies the rest.
     """
 
     rotated: torch.Tensor
@@ -131,18 +148,25 @@ class PRope(nn.Module):
         layout: str = "interleaved",
         *,
         max_len: int = 2048,
+        fused: bool = True,
     ) -> None:
         super().__init__()
         self.dim = validate_int("dim", dim, minimum=2, even=True)
         self.p = _validate_p(p)
         self.layout = validate_choice("layout", layout, LAYOUTS)
         self.pairs = rotated_pairs(dim, p)
-        self.rope = Rope(dim, base, layout, max_len=max_len)
+        self.fused = validate_bool("fused", fused)
+        if self.fused:
+            self.rope: Rope = _RestingRope(dim, self.pairs, base, layout, max_len=max_len)
+        else:
+            self.rope = Rope(dim, base, layout, max_len=max_len, fused=False)
         self.register_buffer("rotated", _rotated_mask(dim, self.pairs, layout), persistent=False)
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         validate_tensor("x", x, min_ndim=2, floating=True, last_dim=self.dim)
         start = validate_int("start", start, minimum=0)
+        if self.fused:
+            return self.rope(x, start)  # resting pairs: cos 1, sin 0
         if self.pairs == 0:  # NoPE
             return x.clone()
         rotated = self.rope(x, start)
@@ -210,10 +234,11 @@ class PRopePositions(PositionMethod):
     """
 
     fraction = 0.75
+    fast_path = "resting pairs as cos 1, sin 0: one pass of RoPE's kernel"
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.rope = PRope(config.dim // config.n_heads, self.fraction)
+        self.rope = PRope(config.dim // config.n_heads, self.fraction, fused=self.fused)
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.rope(q), self.rope(k)

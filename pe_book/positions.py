@@ -120,6 +120,9 @@ class PositionMethod(nn.Module):
     name: str = ""
     #: whether ``set_scaling`` changes its angles at inference time (RoPE)
     scalable: bool = False
+    #: what the method's fast path does differently from its plain one (chapter 12), or ""
+    #: when it has one path only; ``ModelConfig(fused=False)`` selects the plain one
+    fast_path: str = ""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

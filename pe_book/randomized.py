@@ -215,6 +215,8 @@ class RandomizedRopePositions(PositionMethod):
     than max_len raises ValueError. Ruoss et al. (2023), arXiv 2305.16843; chapter 10.
     """
 
+    fast_path = "one pass in C (pe_book.rope_kernel)"
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         self.max_len = config.max_len
@@ -234,6 +236,6 @@ class RandomizedRopePositions(PositionMethod):
                         f"{name} must hold the seq_len = {seq_len} tokens positions were drawn "
                         f"for, got shape {tuple(x.shape)}"
                     )
-            return rotate(q, cos, sin), rotate(k, cos, sin)
+            return rotate(q, cos, sin, fused=self.fused), rotate(k, cos, sin, fused=self.fused)
 
         return {"bias": None, "rotate": turn}

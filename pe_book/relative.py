@@ -246,6 +246,8 @@ class T5Bias(nn.Module):
 class ShawPositions(PositionMethod):
     """Shaw et al. in chapter 11's model: every layer is a ShawAttention (its own tables)."""
 
+    fast_path = "relative logits and weights per offset in pe_book's kernel"
+
     def make_attention(self, config: ModelConfig) -> nn.Module:
         return ShawAttention(config.dim, config.n_heads, config.shaw_max_offset, fused=config.fused)
 
@@ -256,6 +258,8 @@ class ShawPositions(PositionMethod):
 @register("t5")
 class T5Positions(ScoreBiasMethod):
     """T5 in chapter 11's model: one learned causal bias, built once per call, shared by layers."""
+
+    fast_path = "bucket value per offset read in pe_book's attention kernel"
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)

@@ -240,15 +240,16 @@ class RotaryPositions(PositionMethod):
     """RoPE in chapter 11's model: q and k of every layer turned by one cached Rope."""
 
     scalable = True
+    fast_path = "one pass in C (pe_book.rope_kernel)"
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         self.d_head = config.dim // config.n_heads
-        self.rope = Rope(self.d_head)
+        self.rope = Rope(self.d_head, fused=self.fused)
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.rope(q), self.rope(k)
 
     def set_scaling(self, scaling: Scaling | None) -> None:
         """New angles for inference (Position Interpolation, NTK, YaRN, ...), no retraining."""
-        self.rope = Rope(self.d_head, scaling=scaling)
+        self.rope = Rope(self.d_head, scaling=scaling, fused=self.fused)

@@ -41,6 +41,7 @@ import torch
 
 from pe_book._cached_table import CachedTable
 from pe_book._validate import (
+    validate_bool,
     validate_choice,
     validate_float_dtype,
     validate_int,
@@ -50,7 +51,7 @@ from pe_book._validate import (
     validate_tensor,
 )
 from pe_book.positions import ModelConfig, PositionMethod, register
-from pe_book.rope import Rope, apply_rope
+from pe_book.rope import Rope, apply_rope, rope_cos_sin, rotate
 from pe_book.sinusoidal import LAYOUTS, pair_fractions
 
 __all__ = [
@@ -194,6 +195,10 @@ class XPos(CachedTable):
     Σ_i ζ_i^((m-n)/B) · (pair i of RoPE's q_m · k_n). The rotation is a cached
     :class:`~pe_book.rope.Rope`; the factors ζ^(±m/B) are cached too (float64 for float64
     inputs, float32 otherwise; non-persistent buffers, rebuilt, never rounded, by ``.half()``).
+
+    ``fused=True`` (chapter 12) folds each factor into the rotation's cos and sin once, when
+    the tables are built (ζ^(m/B) cos mθ_i, ...), so q and k each take one pass of RoPE's
+    kernel instead of a rotation and then a scaling; ``fused=False`` is the paper's order.
     """
 
     keeps_precision = True  # cos/sin stay float32/float64 under .half() (CachedTable)
@@ -202,6 +207,10 @@ class XPos(CachedTable):
     key_scale: torch.Tensor
     query_scale64: torch.Tensor
     key_scale64: torch.Tensor
+    query_cos: torch.Tensor
+    query_sin: torch.Tensor
+    key_cos: torch.Tensor
+    key_sin: torch.Tensor
 
     def __init__(
         self,
@@ -212,8 +221,10 @@ class XPos(CachedTable):
         base: float = 10000.0,
         *,
         max_len: int = 2048,
+        fused: bool = True,
     ) -> None:
         super().__init__(dim, base, max_len)
+        self.fused = validate_bool("fused", fused)
         self.gamma = validate_positive_float("gamma", gamma)
         self.scale_base = validate_positive_float("scale_base", scale_base)
         self.layout = validate_choice("layout", layout, LAYOUTS)
@@ -224,7 +235,10 @@ class XPos(CachedTable):
         up = xpos_scales(length, self.dim, self.gamma, self.scale_base, role="query")
         down = xpos_scales(length, self.dim, self.gamma, self.scale_base, role="key")
         # rows past the float32 limit hold 0 or inf; forward never reaches them
+        cos, sin = rope_cos_sin(length, self.dim, self.base, dtype=torch.float64)
         tables = {"query_scale": up, "key_scale": down}
+        for role, scale in (("query", up), ("key", down)):  # the factor folded into cos, sin
+            tables |= {f"{role}_cos": cos * scale, f"{role}_sin": sin * scale}
         return {
             **{name: t.float() for name, t in tables.items()},
             **{name + "64": t for name, t in tables.items()},
@@ -246,7 +260,13 @@ class XPos(CachedTable):
             _check_range(end - 1, x.dtype, self.gamma, self.scale_base)
         self._ensure(end)
         out = []
-        for x, name in ((q, "query_scale"), (k, "key_scale")):
+        for x, role in ((q, "query"), (k, "key")):
+            if self.fused:  # one pass: RoPE's kernel with the scaled cos and sin
+                wide = "64" if x.dtype == torch.float64 else ""
+                cos, sin = getattr(self, f"{role}_cos{wide}"), getattr(self, f"{role}_sin{wide}")
+                out.append(rotate(x, cos[start:end], sin[start:end], layout=self.layout))
+                continue
+            name = role + "_scale"
             work = _working(x)
             table = getattr(self, name + ("64" if work.dtype == torch.float64 else ""))
             rotated = self.rope(work, start)  # (..., L, dim)
@@ -258,9 +278,11 @@ class XPos(CachedTable):
 class XPosPositions(PositionMethod):
     """xPos in chapter 11's model: q and k of every layer turned and scaled by one XPos."""
 
+    fast_path = "the decay folded into cos and sin: one pass of RoPE's kernel"
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.xpos = XPos(config.dim // config.n_heads)
+        self.xpos = XPos(config.dim // config.n_heads, fused=self.fused)
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.xpos(q, k)

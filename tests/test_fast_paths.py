@@ -158,3 +158,43 @@ def test_extra_coordinates_equal_alibi_when_they_come_first():
              for name, out in (("first", first), ("plain", plain), ("last", last))}  # fmt: skip
     assert error["first"] < 3 * error["plain"] + 1e-6, error
     assert error["last"] > 10 * error["first"], error
+
+
+@pytest.mark.parametrize(("seq_len", "chunk"), [(5, 8), (16, 8), (21, 8), (9, 1)])
+def test_chunked_attention_equals_the_chunked_mask(seq_len, chunk):
+    """iRoPE's fast path: chunks through the causal kernel, with or without padding."""
+    from pe_book.attention import attention
+    from pe_book.irope import chunked_attention, chunked_causal_mask
+
+    q, k, v = (random(2, 3, seq_len, 4, seed=s) for s in range(3))
+    allowed = chunked_causal_mask(seq_len, chunk)
+    mask = torch.zeros(seq_len, seq_len, dtype=torch.float64).masked_fill(~allowed, float("-inf"))
+    torch.testing.assert_close(
+        chunked_attention(q, k, v, chunk), attention(q, k, v, bias=mask), atol=1e-12, rtol=1e-10
+    )
+
+
+def test_the_model_with_irope_past_its_chunk_takes_the_chunks():
+    """Longer than train_len: several chunks; the fast model equals the masked one."""
+    grads = {}
+    for fused in (True, False):
+        torch.manual_seed(0)
+        model = CharLM(ModelConfig("irope", fused=fused, **(SMALL | {"train_len": 8}))).double()
+        tokens = torch.randint(0, 13, (2, 22), generator=torch.Generator().manual_seed(1))
+        loss = model.loss(tokens[:, :-1], tokens[:, 1:])
+        loss.backward()
+        grads[fused] = [loss.detach()] + [p.grad for p in model.parameters()]
+    for got, want in zip(grads[True], grads[False], strict=True):
+        torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-10)
+
+
+def test_the_methods_with_a_fast_path_say_so_and_the_others_have_one_path():
+    """``fast_path`` names what differs; without one, fused=False changes nothing at all."""
+    with_fast = {p for p in positions.names() if positions.build(config(p)).fast_path}
+    assert with_fast == {"shaw", "t5", "rope", "alibi", "kerple", "fire", "xpos", "p_rope",
+                         "randomized_rope", "irope"}  # fmt: skip
+    for position in set(positions.names()) - with_fast:
+        loss, grads = loss_and_grads(position, fused=True)
+        plain_loss, plain_grads = loss_and_grads(position, fused=False)
+        assert torch.equal(loss, plain_loss)
+        assert all(torch.equal(grads[name], plain_grads[name]) for name in grads)
