@@ -12,7 +12,8 @@
 #   make git-nbdime   register nbdime's notebook-aware git diff and merge drivers in this clone
 #   make lock   re-resolve requirements/lock.txt from pyproject.toml's ranges
 #   make screenshot [PAGE="05_decay 09_alibi"]   render chapter pages in headless Chromium to screenshots/
-#   make slides       every chapter as offline reveal.js slides in build/slides/ (npm fetches reveal.js once)
+#   make slides       the lecture decks (slides/*.md) as offline reveal.js decks in build/slides/
+#                     (each executed in a fresh kernel; npm fetches reveal.js once)
 #   make browser-check   build the book, then open every chapter in headless Chromium (tests/test_book_in_browser.py)
 #   make pdf    the whole book as one PDF, build/pdf/book.pdf (XeLaTeX; installs Debian's TeX as root)
 #   make pdf-check    build the PDF and run tests/test_pdf.py on it (a step of make test)
@@ -146,7 +147,7 @@ screenshot: $(STAMP)
 	$(BIN)/python tools/book.py screenshot $(foreach page,$(PAGE),--page $(page))
 
 slides: $(STAMP)
-	$(BIN)/python tools/slides.py export
+	$(BIN)/python tools/decks.py build
 
 .PHONY: browser-check check-lock
 

@@ -24,6 +24,7 @@ __all__ = [
     "plot_rope_scaling",
     "plot_wavelengths",
     "use_book_style",
+    "use_slide_style",
 ]
 
 DPI = 80  #: stored PNGs stay small; the design caps dpi at 100
@@ -48,6 +49,37 @@ def use_book_style() -> None:
     import matplotlib.pyplot  # noqa: F401 - importing pyplot first lets our rc win over the inline backend's
 
     mpl.rcParams.update(_STYLE)
+
+
+#: The lecture decks' figures (slides/, tools/decks.py): drawn at the size they are shown
+#: on reveal.js's 1280x720 canvas (1180x460 px by default, one pixel per canvas pixel),
+#: with text large enough to read from the back of a room.
+_SLIDE_STYLE = {
+    **_STYLE,
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "figure.figsize": (11.8, 4.6),
+    "font.size": 16,
+    "axes.titlesize": 17,
+    "axes.labelsize": 16,
+    "xtick.labelsize": 14,
+    "ytick.labelsize": 14,
+    "legend.fontsize": 14,
+    "lines.linewidth": 2.0,
+    "lines.markersize": 7,
+}
+
+
+def use_slide_style() -> None:
+    """The book's style at projection size, for the lecture decks of chapters 1 to 12.
+
+    A figure is drawn at the pixel size the deck shows it (no scaling in the
+    browser): 100 dpi on a 1280x720 canvas, default 11.8 x 4.6 inches, fonts
+    14 to 17 pt; tests/test_decks.py checks every figure is shown 1:1 and whole.
+    """
+    import matplotlib.pyplot  # noqa: F401 - as in use_book_style
+
+    mpl.rcParams.update(_SLIDE_STYLE)
 
 
 def heatmap(
