@@ -63,13 +63,13 @@ The model, the studies and their results
 The book around the code
 - ``pe_book.claims``        the registry of the sources' claims, their evidence (one module per
                             topic: ``pe_book.claims.symmetry`` ... ``.cost``) and verdicts
-                            (every chapter; the summary in ch. 13)
+                            (every chapter; the summary in ch. 14)
 - ``pe_book.papers``        numbers quoted from papers, with paper and table
                             (ch. 03, 05, 09, 11, 12)
 - ``pe_book.exhibits``      other people's buggy sinusoidal tables, kept to be dissected (ch. 03)
-- ``pe_book.glossary``      the bilingual glossary (ch. 13)
+- ``pe_book.glossary``      the bilingual glossary (ch. 14)
 - ``pe_book.exercises``     the exercise checkers: a grading framework and one module per
-                            chapter (``pe_book.exercises.ch01_symmetry`` ... ``.ch13_review``)
+                            chapter (``pe_book.exercises.ch01_symmetry`` ... ``.ch14_review``)
 - ``pe_book.plotting``      the book's figure style and its recurring figures, drawn from arrays
 - ``pe_book.reading``       shows readers the code a chapter relies on (ch. 02)
 - ``pe_book.seed``          deterministic cells

@@ -1,4 +1,4 @@
-"""The book's bilingual glossary (chapter 13), kept as data in ``pe_book/data/glossary.toml``."""
+"""The book's bilingual glossary (chapter 14), kept as data in ``pe_book/data/glossary.toml``."""
 
 from __future__ import annotations
 

@@ -13,11 +13,8 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def chapter_notebooks(chapter: str) -> list[Path]:
-    """The chapter's notebook, and a draft of a new chapter with that number if one is
-    waiting to be renumbered in (``draft_13_models.ipynb`` beside ``13_review.ipynb``)."""
-    return sorted(NOTEBOOKS.glob(f"{chapter}_*.ipynb")) + sorted(
-        NOTEBOOKS.glob(f"draft_{chapter}_*.ipynb")
-    )
+    """The chapter's notebook."""
+    return sorted(NOTEBOOKS.glob(f"{chapter}_*.ipynb"))
 
 
 def chapter_outputs(chapter: str) -> str:

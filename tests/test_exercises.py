@@ -349,7 +349,7 @@ def test_each_checker_lives_in_its_chapters_module():
     import pkgutil
 
     modules = [m.name for m in pkgutil.iter_modules(exercises.__path__) if m.name[:2] == "ch"]
-    assert len(modules) == 14, modules  # chapters 1 to 14 (the review still ch13_review)
+    assert len(modules) == 14, modules  # chapters 1 to 14
     homes = {}
     for module_name in modules:
         module = importlib.import_module(f"pe_book.exercises.{module_name}")

@@ -57,7 +57,7 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "16,384": "one-thread threshold of pe_book/_rope_kernel.c (see test_rope_kernel)",
         "5%": "an allowance the text sets for noise, stated as such, not a measurement",
     },
-    "13": {"2,000": "the range of positions exercise 13.1's checker draws from (a test input)"},
+    "14": {"2,000": "the range of positions exercise 14.1's checker draws from (a test input)"},
 }
 
 

@@ -30,7 +30,7 @@ module                              chapter
 :mod:`~.ch10_beyond`                10, methods that change what position means
 :mod:`~.ch11_study`                 11, train short, test long
 :mod:`~.ch12_cost`                  12, what position costs
-:mod:`~.ch13_review`                13, review
+:mod:`~.ch14_review`                14, review
 :mod:`~.ch13_models`                13, position in today's open models
 ==================================  =========================================
 
@@ -111,7 +111,7 @@ from pe_book.exercises.ch13_models import (
     check_query_temperature,
     check_sink_gap,
 )
-from pe_book.exercises.ch13_review import (
+from pe_book.exercises.ch14_review import (
     check_cheapest_keeper,
     check_keeps_quality,
     check_offset_only,

@@ -1,4 +1,4 @@
-"""Chapter 13 (review): which scores depend on the offset only; reading the study's results."""
+"""Chapter 14 (review): which scores depend on the offset only; reading the study's results."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _scored(score: Callable[..., float]) -> Callable[..., float]:
 
 
 def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
-    """(name, score(q, k, m, n), depends on m - n only?) for chapter 13's exercise."""
+    """(name, score(q, k, m, n), depends on m - n only?) for chapter 14's exercise."""
     dim = 8
     generator = torch.Generator().manual_seed(11)
     table = torch.randn(4096, dim, generator=generator, dtype=torch.float64)
@@ -113,7 +113,7 @@ def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
 
 @grader
 def check_offset_only(reader: Callable[[Callable[..., float]], bool]) -> str:
-    """Chapter 13: ``reader(score)`` tells whether score(q, k, m, n) depends on m, n only
+    """Chapter 14: ``reader(score)`` tells whether score(q, k, m, n) depends on m, n only
     through m - n (q, k: float64 vectors of 8 numbers; m, n: integers 0 .. 2000)."""
     scores = _review_scores()
     for index, (label, score, expected) in enumerate(scores, start=1):
@@ -125,7 +125,7 @@ def check_offset_only(reader: Callable[[Callable[..., float]], bool]) -> str:
 
 
 def check_keeps_quality(reader: Callable[[dict[str, Any], float], bool | None]) -> None:
-    """Chapter 13: ``reader(record, tolerance)``: None if the study record has no
+    """Chapter 14: ``reader(record, tolerance)``: None if the study record has no
     full-context loss (the model cannot run long windows), else whether the full
     context costs at most ``tolerance`` nats more than the capped one.
 
@@ -163,7 +163,7 @@ _COST_FIXTURE = {"alibi": 1.28, "shaw": 7.23, "t5": 2.58, "rope": 1.01}
 def check_cheapest_keeper(
     reader: Callable[[dict[str, float], dict[str, float], float], str | None],
 ) -> None:
-    """Chapter 13: ``reader(extra, cost, tolerance)``: of the methods whose extra-context
+    """Chapter 14: ``reader(extra, cost, tolerance)``: of the methods whose extra-context
     loss is at most ``tolerance`` (``extra``: method -> nats), the one with the smallest
     ``cost`` (method -> ratio to NoPE); None if no method qualifies."""
     extra, cost = _EXTRA_FIXTURE, _COST_FIXTURE
