@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pe_book import data, results, study
+from pe_book import data, evaluation, results, study
 from pe_book.model import POSITIONS
 from pe_book.study import StudyConfig
 
@@ -136,14 +136,14 @@ def test_every_length_scores_the_same_targets_and_the_capped_context_matches_at_
     model = CharLM(TINY.model_config("rope"))
     segments = data.eval_segments(data.load_corpus().valid, 32, 3)
     short, long = (
-        study.evaluate(model, segments, 8),
-        study.evaluate(model, segments, 32),
+        evaluation.evaluate(model, segments, 8),
+        evaluation.evaluate(model, segments, 32),
     )
     assert short.shape == long.shape == (3, 32)
     # targets 0..7 see the same context at both lengths: the first window of each segment
     assert torch.allclose(short[:, :8], long[:, :8], atol=1e-5)
     # a window of 8 moving by 8 is exactly the non-overlapping evaluation at length 8
-    capped = study.evaluate_sliding(model, segments, 8, 8)
+    capped = evaluation.evaluate_sliding(model, segments, 8, 8)
     assert torch.allclose(capped, short, atol=1e-5)
 
 
@@ -169,10 +169,10 @@ def test_the_old_command_names_still_run_the_study_and_the_cost(monkeypatch):
 
 
 def test_the_share_of_short_contexts_is_the_early_token_curse():
-    assert study.short_context_fraction(1000, 100) == 0.1  # the ALiBi paper's Appendix B
-    assert study.short_context_fraction(64, 100) == 1.0
+    assert evaluation.short_context_fraction(1000, 100) == 0.1  # the ALiBi paper's Appendix B
+    assert evaluation.short_context_fraction(64, 100) == 1.0
     with pytest.raises(ValueError, match="seq_len"):
-        study.short_context_fraction(0, 1)
+        evaluation.short_context_fraction(0, 1)
 
 
 def test_the_committed_study_is_its_seven_methods_whatever_else_is_trained_there(

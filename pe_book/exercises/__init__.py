@@ -35,7 +35,7 @@ module                              chapter
 ==================================  =========================================
 
 Every reference a checker compares with is a public function of the package
-(``alibi.mean_distance``, ``results.degradation``, ``study.perplexity``, ...);
+(``alibi.mean_distance``, ``results.degradation``, ``evaluation.perplexity``, ...);
 numbers a checker invents for its cases are labelled as fixtures.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from pe_book import intervals, results, study
+from pe_book import evaluation, intervals, results
 from pe_book.exercises.grading import Case, check
 
 __all__ = [
@@ -33,7 +33,7 @@ def check_perplexity(reader: Callable[[list[float]], float]) -> None:
         ),
         Case(([0.5, 1.5, 2.5],), "losses [0.5, 1.5, 2.5] nats", kind="symmetric losses"),
     ]
-    check("perplexity", reader, study.perplexity, cases, atol=0.0, rtol=1e-6)
+    check("perplexity", reader, evaluation.perplexity, cases, atol=0.0, rtol=1e-6)
 
 
 def check_short_context_fraction(reader: Callable[[int, int], float]) -> None:
@@ -46,7 +46,7 @@ def check_short_context_fraction(reader: Callable[[int, int], float]) -> None:
     check(
         "short_context_fraction",
         reader,
-        study.short_context_fraction,
+        evaluation.short_context_fraction,
         cases,
         atol=1e-12,
     )
