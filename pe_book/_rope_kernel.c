@@ -14,7 +14,8 @@
  * for the interleaved one.
  *
  * Storage: float32, float64, or bfloat16 (rotated in float32 and rounded back to nearest
- * even, as x.float() ... .bfloat16() does). Outputs larger than the last-level cache are
+ * even, as x.float() ... .bfloat16() does; on CPUs with AVX512-BF16 by its one conversion
+ * instruction, which also flushes results below 2^-126 to zero). Outputs larger than the last-level cache are
  * written with streaming stores, past the caches, as glibc's memcpy writes a large copy:
  * otherwise each store would first read its line from memory, a third of the traffic more
  * than the copy it is compared with. Smaller outputs stay in cache for attention to read.
@@ -83,6 +84,14 @@ typedef int64_t m2 __attribute__((vector_size(16)));
 #define SUF bf16_avx512
 #include "_rope_kernel_body.h"
 #undef SUF
+#pragma GCC push_options
+#pragma GCC target("avx512bf16")
+#define NARROW(v) _mm512_cvtneps_pbh((__m512)(v))
+#define SUF bf16_avx512bf16
+#include "_rope_kernel_body.h"
+#undef NARROW
+#undef SUF
+#pragma GCC pop_options
 #undef ST_
 #undef IS_BF16
 #undef LOW_PAIRS
@@ -228,6 +237,8 @@ static PyObject *rotate(PyObject *self, PyObject *args) {
                  h, s0, s1, sT, interleaved, threads, stream)
     if (f64) CALL(f64_base, double, double);
 #if X86_BUILDS
+    else if (!strcmp(isa, "avx512") && bf16 && __builtin_cpu_supports("avx512bf16"))
+        CALL(bf16_avx512bf16, uint16_t, float);
     else if (!strcmp(isa, "avx512") && bf16) CALL(bf16_avx512, uint16_t, float);
     else if (!strcmp(isa, "avx512")) CALL(f32_avx512, float, float);
     else if (!strcmp(isa, "avx2") && bf16) CALL(bf16_avx2, uint16_t, float);

@@ -54,7 +54,11 @@ static inline T_ CAT(widen, SUF)(ST_ x) {
 
 /* Store VL numbers; with `stream`, past the caches (p aligned to the vector's bytes). */
 static inline void CAT(store, SUF)(ST_ *p, VEC v, int stream) {
-#if IS_BF16
+#if IS_BF16 && defined(NARROW) /* one instruction: AVX512-BF16's vcvtneps2bf16 */
+    SVEC narrow = (SVEC)NARROW(v);
+    if (stream) STREAM_HALF(p, narrow);
+    else *(SVEC *)p = narrow;
+#elif IS_BF16
     IVEC bits = (IVEC)v;
     bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16; /* round to nearest even */
     SVEC narrow = __builtin_convertvector(bits, SVEC);

@@ -43,12 +43,21 @@ __all__ = [
     "can_run",
     "dense_bias",
     "kernel_built",
+    "kernel_calls",
     "kernel_isa",
     "scratch_bytes",
 ]
 
 #: The instruction sets the kernel is built for, best first.
 ISAS = ("avx512", "avx2", "base")
+
+_CALLS = {"forward": 0, "backward": 0}
+
+
+def kernel_calls() -> int:
+    """How many times the C kernel has run in this process, forward and backward passes
+    counted apart: a deterministic sign of the path a model took (chapter 12)."""
+    return _CALLS["forward"] + _CALLS["backward"]
 
 #: PyTorch's CPU capability (``torch.backends.cpu.get_cpu_capability()``) -> the build used.
 _FROM_ATEN = {"AVX512": "avx512", "AVX512_BF16": "avx512", "AVX512_VNNI": "avx512", "AVX2": "avx2"}
@@ -165,6 +174,7 @@ class _Kernel(torch.autograd.Function):
         out = q.new_empty(batch, heads, q_len, v.shape[-1])
         lse = q.new_empty(batch, heads, q_len)
         bins = q.new_zeros(batch, heads, q_len, n_bins) if want_bins else None
+        _CALLS["forward"] += 1
         _bias_attention.run(
             "forward", kernel_isa(), q.dtype == torch.float64,
             _pointers(q, k, v, reversed_table, None, None, None, out, lse, bins,
@@ -204,6 +214,7 @@ class _Kernel(torch.autograd.Function):
             if table_grad
             else None
         )
+        _CALLS["backward"] += 1
         _bias_attention.run(
             "backward", kernel_isa(), q.dtype == torch.float64,
             _pointers(q, k, v, reversed_table, grad_out, dsum, gtable, None, lse, None,

@@ -2,7 +2,7 @@
 
 ``python -m pe_book.experiments extrapolation [--quick] [--seed N] ...`` is
 ``python -m pe_book.study ...`` (:mod:`pe_book.study`), and
-``python -m pe_book.experiments cost [--quick] [--no-kernels]`` is
+``python -m pe_book.experiments cost [--quick]`` is
 ``python -m pe_book.cost ...`` (:mod:`pe_book.cost`).
 """
 

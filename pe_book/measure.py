@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
-__all__ = ["allocations_mib", "compiled_buffers", "time_round_robin"]
+__all__ = [
+    "allocations_mib",
+    "compiled_buffers",
+    "cpu_report",
+    "in_processes",
+    "median_range",
+    "time_round_robin",
+]
 
 
 def time_round_robin(
@@ -103,3 +113,48 @@ def compiled_buffers(function: Callable[[], object]) -> list[tuple[int, ...]]:
         for code in codes
         for match in _BUFFER.finditer(code)
     ]
+
+
+def cpu_report() -> str:
+    """The CPU, its vector extensions and which builds PyTorch and pe_book run on it."""
+    import torch
+
+    from pe_book import bias_attention, rope_kernel
+
+    flags: set[str] = set()
+    model = "unknown CPU"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "flags" and not flags:
+                flags = set(value.split())
+            if key.strip() == "model name" and model == "unknown CPU":
+                model = value.strip()
+    vector = sorted(f for f in flags if f.startswith(("avx", "amx")) or f in ("fma", "f16c"))
+    return (
+        f"CPU: {model}; vector extensions: {' '.join(vector) or 'none listed'}\n"
+        f"PyTorch dispatches {torch.backends.cpu.get_cpu_capability()} kernels; pe_book's "
+        f"attention kernel runs its {bias_attention.kernel_isa()} build, its RoPE loop its "
+        f"{rope_kernel.kernel_isa()} build; {torch.get_num_threads()} threads"
+    )
+
+
+def in_processes(arguments: list[str], processes: int, environment: dict[str, str]) -> list:
+    """Run ``python -m pe_book.bench <arguments> --json`` in new processes (``environment``
+    added to this one's); their JSON results, one per process."""
+    runs = []
+    for _ in range(processes):
+        command = [sys.executable, "-m", "pe_book.bench", *arguments, "--json"]
+        done = subprocess.run(
+            command, capture_output=True, text=True, check=False, env={**os.environ, **environment}
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"benchmark process failed:\n{done.stderr}")
+        runs.append(json.loads(done.stdout))
+    return runs
+
+
+def median_range(ratios: list[float]) -> tuple[float, float, float]:
+    """(median, lowest, highest) of the ratios measured in several processes."""
+    return statistics.median(ratios), min(ratios), max(ratios)

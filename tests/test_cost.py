@@ -3,19 +3,34 @@
 import pytest
 
 from pe_book.cost import cost_study
-from pe_book.results import STUDIED
 
 
-def test_cost_rows_cover_every_method_and_length_with_nope_as_baseline():
-    rows = cost_study((16, 32), batch=2, dim=16, n_heads=2, repeats=1)
-    assert [(r.seq_len, r.position) for r in rows] == [(n, p) for n in (16, 32) for p in STUDIED]
+def test_cost_rows_cover_every_method_path_and_length_with_nope_as_baseline():
+    from pe_book import positions
+
+    rows = cost_study((16, 32), tokens=64, dim=16, n_heads=2, repeats=1)
+    keys = [(r.seq_len, r.position, r.fused) for r in rows]
+    fast = {p for p in positions.names() if positions.build(
+        positions.ModelConfig(p, vocab_size=5)).fast_path}  # fmt: skip
+    expected = [(n, p, f) for n in (16, 32) for p in positions.names()
+                for f in ((True, False) if p in fast else (True,))]  # fmt: skip
+    assert keys == expected
     for row in rows:
-        assert row.train_ms > 0 and row.infer_ms > 0
+        assert row.train_ms > 0 and row.infer_ms > 0 and row.batch == 64 // row.seq_len
         assert 0 < row.largest_alloc_mib <= row.total_alloc_mib
         if row.position == "none":
             assert row.train_ratio == row.infer_ratio == 1.0
+        uses_kernel = row.fused and row.position in {"shaw", "t5", "alibi", "kerple", "fire"}
+        assert (row.kernel_calls > 0) == uses_kernel and (row.scratch_mib > 0) == uses_kernel
     by_key = {(r.seq_len, r.position): r.parameters for r in rows}
     assert by_key[(32, "learned")] - by_key[(32, "none")] == 32 * 16  # the table grows with L
+
+
+def test_a_path_past_the_memory_budget_is_not_run_at_the_longer_length():
+    rows = cost_study((16, 64), tokens=64, dim=16, n_heads=2, repeats=1,
+                      positions=("none", "t5"), budget_mib=0.05)  # fmt: skip
+    assert [(r.seq_len, r.position, r.fused) for r in rows] == [
+        (16, "none", True), (16, "t5", True), (16, "t5", False), (64, "none", True)]  # fmt: skip
 
 
 def test_cost_study_needs_the_nope_baseline():
