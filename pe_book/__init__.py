@@ -50,8 +50,15 @@ The model, the studies and their results
                             (``claims.toml``, ``papers.toml``, ``glossary.toml``) (ch. 11)
 - ``pe_book.study``         train short, test long: the extrapolation study (ch. 11;
                             ``python -m pe_book.study``)
+- ``pe_book.evaluation``    how a trained model is scored: windows, sliding windows,
+                            perplexity, RoPE's scalings (ch. 11)
+- ``pe_book.tasks``         the algorithmic tasks: copy, reverse, addition with exact answers
+                            (ch. 11; ``python -m pe_book tasks``)
 - ``pe_book.cost``          the time and memory of every method (ch. 12; ``python -m pe_book.cost``)
 - ``pe_book.results``       the committed study results as typed records (ch. 11, 13)
+- ``pe_book.intervals``     intervals and verdicts of the study, fixed before its runs (ch. 11)
+- ``pe_book.report``        the study's tables and sentences, computed from its results
+                            (ch. 10, 11, 14)
 - ``pe_book.experiments``   the two study commands under their first name
 - ``pe_book.measure``       timing in turns, the profiler's allocations, compiled buffers
                             (ch. 12)
