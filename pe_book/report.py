@@ -139,9 +139,10 @@ def summary_sentence(runs: Runs, margin: float = EQUIVALENCE_NATS) -> str:
         for e in phrases
         if str(e) in groups
     ]
-    return (
+    return textwrap.fill(
         f"Past the training length ({seeds} seed{'s' if seeds != 1 else ''}, 95% intervals,"
-        f" margin {margin:g} nats): " + "; ".join(parts) + "."
+        f" margin {margin:g} nats): " + "; ".join(parts) + ".",
+        80,
     )
 
 
@@ -195,9 +196,11 @@ def reference_sentence(short: Runs, long: Runs, method: str) -> str:
         Comparison.UNDECIDED: "is not told apart from it",
     }[compare(gap)]
     trained = long.config(method)["train_len"]
-    return (
+    return textwrap.fill(
         f"{method}: trained at {trained:,}, the model {_effect_phrase(own)}; trained at "
-        f"{short.unit} it {verdict} past position {short.unit} ({interval(gap)})."
+        f"{short.unit} it {verdict} past position {short.unit} ({interval(gap)}).",
+        80,
+        subsequent_indent="  ",
     )
 
 
@@ -253,9 +256,9 @@ def task_sentence(taskruns: TaskRuns, best: int = 3) -> str:
     parts = []
     for task in taskruns.tasks:
         shares = {m: _out_of_training(taskruns, task, m) for m in taskruns.methods(task)}
-        ranked = sorted((m for m in shares if shares[m] is not None), key=lambda m: -shares[m])
+        ranked = sorted((m for m in shares if shares[m]), key=lambda m: -shares[m])
         top = ", ".join(f"{m} {shares[m]:.2f}" for m in ranked[:best])
-        parts.append(f"{task}: {top}")
+        parts.append(f"{task}: {top or 'no method solves a single problem'}")
     config = taskruns.config(taskruns.tasks[0])
     inside = range(1, config["train_size"] + 1)
     nope = ", ".join(

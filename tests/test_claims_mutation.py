@@ -27,6 +27,7 @@ from pe_book.claims import study as study_evidence
 from pe_book.claims import symmetry as symmetry_evidence
 from pe_book.claims.cost import committed_rows
 from pe_book.claims.rotation import source_identities
+from pe_book.results import Runs
 
 # ---- counterfactual implementations ---------------------------------------------------
 
@@ -141,14 +142,28 @@ def equal_slopes(n_heads: int) -> torch.Tensor:
     return torch.full((n_heads,), 0.5, dtype=torch.float64)
 
 
-def seeds_with(**replace: str) -> list[dict]:
-    """The committed seeds with some methods' records replaced by others' (target=source)."""
-    seeds = study_evidence.committed_seeds()
-    return [{**s, **{target: s[source] for target, source in replace.items()}} for s in seeds]
+def runs_with(**replace: str) -> Runs:
+    """The base study with some methods' runs replaced by others' (target=source)."""
+    base = study_evidence.base_study()
+    records = {m: by_seed for m, by_seed in base.records.items()}
+    for target, source in replace.items():
+        records[target] = {
+            seed: {**record, "position": target} for seed, record in base.records[source].items()
+        }
+    return Runs(base.design, records)
 
 
-def swapped(a: str, b: str) -> list[dict]:
-    return seeds_with(**{a: b, b: a})
+def swapped(a: str, b: str) -> Runs:
+    return runs_with(**{a: b, b: a})
+
+
+def long_with(**replace: str) -> Runs:
+    """The train-long reference with some methods' runs replaced by others'."""
+    base = study_evidence.long_study()
+    records = dict(base.records)
+    for target, source in replace.items():
+        records[target] = base.records[source]
+    return Runs(base.design, records)
 
 
 def rows_with(position: str, seq_len: int, **fields: float) -> list:
@@ -233,21 +248,25 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     "001-alibi-simple": [lambda: {"bias": symmetric_bias}],
     "004-alibi-penalty-form": [lambda: {"slopes": arithmetic_slopes}],
     "004-alibi-head-reach": [lambda: {"slopes": equal_slopes}],
-    "004-sinusoidal-poor": [lambda: {"seeds": seeds_with(sinusoidal="alibi")}],
-    "001-sinusoidal-degrades": [lambda: {"seeds": seeds_with(sinusoidal="alibi")}],
-    "001-sinusoidal-runs-longer": [lambda: {"seeds": seeds_with(sinusoidal="alibi")}],
-    "004-rope-better-not-enough": [lambda: {"seeds": swapped("rope", "sinusoidal")}],
-    "004-t5-better-than-rope": [lambda: {"seeds": swapped("t5", "rope")}],
-    "004-alibi-best": [lambda: {"seeds": swapped("alibi", "sinusoidal")}],
+    "004-sinusoidal-poor": [lambda: {"runs": runs_with(sinusoidal="alibi")}],
+    "001-sinusoidal-degrades": [lambda: {"runs": runs_with(sinusoidal="alibi")}],
+    "001-sinusoidal-runs-longer": [lambda: {"runs": runs_with(sinusoidal="kerple")}],
+    "004-rope-better-not-enough": [lambda: {"runs": swapped("rope", "sinusoidal")}],
+    "004-t5-better-than-rope": [lambda: {"runs": swapped("t5", "rope")}],
+    "004-alibi-best": [lambda: {"runs": swapped("alibi", "sinusoidal")}],
     "004-relative-extrapolate": [
-        lambda: {"seeds": seeds_with(shaw="alibi", t5="alibi", rope="alibi")}
+        lambda: {"runs": runs_with(shaw="kerple", t5="kerple", rope="kerple", alibi="kerple")}
     ],
-    "001-rope-extrapolates-better": [lambda: {"seeds": swapped("rope", "sinusoidal")}],
-    "001-alibi-extrapolates-far": [lambda: {"seeds": seeds_with(alibi="rope")}],
-    "004-clipping-extrapolates": [lambda: {"seeds": seeds_with(shaw="rope")}],
+    "001-rope-extrapolates-better": [lambda: {"runs": swapped("rope", "sinusoidal")}],
+    "001-alibi-extrapolates-far": [lambda: {"runs": runs_with(alibi="kerple")}],
+    "004-clipping-extrapolates": [lambda: {"runs": runs_with(shaw="kerple")}],
     "004-position-bottleneck": [
-        lambda: {"seeds": seeds_with(sinusoidal="alibi", shaw="alibi", t5="alibi", rope="alibi")},
-        lambda: {"seeds": seeds_with(none="alibi")},
+        lambda: {"runs": runs_with(**{m: "rope" for m in ("kerple", "alibi", "shaw", "t5")})},
+        lambda: {"runs": runs_with(none="kerple")},
+    ],
+    "press-alibi-short-matches-long": [
+        lambda: {"runs": runs_with(alibi="sinusoidal")},
+        lambda: {"long": long_with(sinusoidal="alibi")},
     ],
     "004-t5-costly": [lambda: {"rows": t5_as_cheap_as_sinusoidal()}],
     "004-quadratic-cost": [lambda: {"rows": nope_linear()}],

@@ -1,224 +1,274 @@
-"""Evidence for the extrapolation claims, from the committed study (chapter 11).
+"""Evidence for the extrapolation claims, from the five-seed study (chapters 10 and 11).
 
-Every function takes ``seeds``: the study's results, one {method: StudyResult}
-per seed (default: the committed seeds 0 and 1, ``pe_book.results.load_study``).
-A verdict needs the evidence to agree in every seed. "Keeps its quality" is
-``StudyResult.keeps_quality``: the same characters cost at most
-``KEEPS_QUALITY_NATS`` more with the full context than with a training-length one.
+One standard for every claim the study decides (:mod:`pe_book.intervals`): a claim
+that a method *keeps its quality* past the training length holds when the interval of
+its extra-context cost (the same characters, the full context against one capped at the
+training length) lies at or below the margin (``context_effect`` "keeps its quality" or
+"uses it"); a claim that A *is better than* B holds when the interval of A's loss minus
+B's, paired on segments and seeds, lies below minus the margin. Every function takes
+``runs`` (the base study, :class:`pe_book.results.Runs` of design "lm") and, where it
+needs it, ``long`` (the train-long reference, design "long"), so that a test can hand
+it a counterfactual.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from functools import cache
 
 from pe_book.claims import Finding, evidence
-from pe_book.results import KEEPS_QUALITY_NATS, StudyResult, load_study
-
-Seeds = Sequence[dict[str, StudyResult]]
+from pe_book.intervals import EQUIVALENCE_NATS, Comparison, ContextEffect, compare
+from pe_book.results import Runs
 
 #: The four methods the ALiBi paper compares.
 PAPER_METHODS = ("alibi", "t5", "rope", "sinusoidal")
+#: Relative methods in the source's sense (chapter 6's and 9's).
+RELATIVE = ("shaw", "t5", "rope", "alibi")
+KEEPS = (ContextEffect.KEEPS, ContextEffect.USES)
 
 
-def committed_seeds() -> tuple[dict[str, StudyResult], ...]:
-    return load_study(0), load_study(1)
+@cache
+def base_study() -> Runs:
+    return Runs.load("lm")
 
 
-def _long(study: dict[str, StudyResult], position: str) -> float:
-    """Perplexity in the longest windows (16 L in the book's study)."""
-    result = study[position]
-    value = result.perplexity[result.longest]
-    if value is None:
-        raise ValueError(f"{position} cannot run the longest windows")
-    return value
+@cache
+def long_study() -> Runs:
+    return Runs.load("long")
 
 
-def _keeps(seeds: Seeds, position: str) -> bool:
-    return all(study[position].keeps_quality() for study in seeds)
+def _longest(runs: Runs) -> int:
+    return max(runs.lengths)
 
 
-def _costs(seeds: Seeds, position: str) -> str:
-    return " and ".join(f"{study[position].extra_context_cost:+.3f}" for study in seeds)
+def _cost(runs: Runs, method: str) -> str:
+    return f"{method} {runs.extra_context_cost(method)} ({runs.context_effect(method)})"
 
 
-def _degradations(seeds: Seeds, position: str) -> str:
-    return " and ".join(f"{study[position].degradation:.2f}" for study in seeds)
+def _seeds(runs: Runs, *methods: str) -> str:
+    seeds = len(runs.seeds(*methods))
+    return f"{seeds} seed{'s' if seeds != 1 else ''}, 95% intervals, margin {EQUIVALENCE_NATS} nats"
+
+
+def _runs_long(runs: Runs) -> list[str]:
+    return [m for m in runs.methods if runs.runs_at(m, _longest(runs))]
 
 
 @evidence("004-sinusoidal-poor")
-def sinusoidal_poor(seeds: Seeds | None = None) -> Finding:
-    """The sinusoidal model's perplexity rises most of all methods that can run, in every seed."""
-    seeds = seeds or committed_seeds()
-    worst = [max((p for p in s if s[p].runs_long), key=lambda p: s[p].degradation) for s in seeds]
-    large = all(s["sinusoidal"].degradation > 2 for s in seeds)
-    rise = f"in every seed: {worst[0]}" if len(set(worst)) == 1 else f"by seed: {worst}"
+def sinusoidal_poor(runs: Runs | None = None) -> Finding:
+    """Sinusoidal is hurt by the extra context, and its longest-window loss rises more
+    than every other method's that can run (paired differences of the rises)."""
+    runs = runs or base_study()
+    top = _longest(runs)
+    others = [m for m in _runs_long(runs) if m != "sinusoidal"]
+    worse = {
+        m: runs.window_effect("sinusoidal", top).mean - runs.window_effect(m, top).mean
+        for m in others
+    }
+    rises_most = all(value > EQUIVALENCE_NATS for value in worse.values())
+    hurt = runs.context_effect("sinusoidal") is ContextEffect.HURTS
     return Finding(
-        holds=large and set(worst) == {"sinusoidal"},
+        holds=hurt and rises_most,
         shown=(
-            f"perplexity 16L / L, sinusoidal: {_degradations(seeds, 'sinusoidal')}"
-            f" (seeds 0 and 1); largest rise {rise}",
+            f"extra context: {_cost(runs, 'sinusoidal')}; {_seeds(runs, 'sinusoidal')}",
+            f"loss in windows of {top} minus in windows of {runs.unit}, sinusoidal: "
+            f"{runs.window_effect('sinusoidal', top)} nats; the next largest rise is "
+            f"{min(worse.values()):.3f} nats smaller ({min(worse, key=worse.get)})",
         ),
     )
 
 
 @evidence("001-sinusoidal-degrades")
-def sinusoidal_degrades(seeds: Seeds | None = None) -> Finding:
-    """Trained short, read long: the sinusoidal model's perplexity at 16L over L, every seed."""
-    seeds = seeds or committed_seeds()
+def sinusoidal_degrades(runs: Runs | None = None) -> Finding:
+    """Trained short, read long: the sinusoidal model's loss rises with the window, and
+    on the same characters the extra context hurts it."""
+    runs = runs or base_study()
+    top = _longest(runs)
+    rise = runs.window_effect("sinusoidal", top)
     return Finding(
-        holds=all(s["sinusoidal"].degradation > 2 for s in seeds),
-        shown=(f"perplexity 16L / L, sinusoidal: {_degradations(seeds, 'sinusoidal')}",),
-    )
-
-
-@evidence("001-sinusoidal-runs-longer")
-def sinusoidal_runs_longer(seeds: Seeds | None = None) -> Finding:
-    """Handling longer inputs = keeping its quality on them; running alone is by construction."""
-    seeds = seeds or committed_seeds()
-    runs = all(s["sinusoidal"].runs_long and not s["learned"].runs_long for s in seeds)
-    return Finding(
-        holds=_keeps(seeds, "sinusoidal"),
+        holds=rise.low > EQUIVALENCE_NATS
+        and runs.context_effect("sinusoidal") is ContextEffect.HURTS,
         shown=(
-            f"runs past L (the learned table cannot): {runs}; extra context on the same"
-            f" characters: {_costs(seeds, 'sinusoidal')} nats (keeps its quality:"
-            f" <= {KEEPS_QUALITY_NATS})",
+            f"loss in windows of {top} minus {runs.unit}: {rise} nats (perplexity × "
+            f"{2.718281828459045**rise.mean:.1f}); extra context: {_cost(runs, 'sinusoidal')}",
         ),
     )
 
 
-@evidence("004-rope-better-not-enough")
-def rope_better_not_enough(seeds: Seeds | None = None) -> Finding:
-    """RoPE beats sinusoidal at 16L in every seed, yet does not keep its quality."""
-    seeds = seeds or committed_seeds()
-    better = all(_long(s, "rope") < _long(s, "sinusoidal") for s in seeds)
+@evidence("001-sinusoidal-runs-longer")
+def sinusoidal_runs_longer(runs: Runs | None = None) -> Finding:
+    """'Can handle longer inputs' read as: runs on them *and* keeps its quality there
+    (running alone is true by construction of the formula)."""
+    runs = runs or base_study()
+    top = _longest(runs)
+    runs_there = runs.runs_at("sinusoidal", top) and not runs.runs_at("learned", top)
     return Finding(
-        holds=better and not _keeps(seeds, "rope"),
+        holds=runs.context_effect("sinusoidal") in KEEPS,
         shown=(
-            f"perplexity at 16L below sinusoidal's in both seeds: {better}; extra context:"
-            f" {_costs(seeds, 'rope')} nats",
+            f"runs at {top} (the learned table cannot): {runs_there}; extra context: "
+            f"{_cost(runs, 'sinusoidal')}",
+        ),
+    )
+
+
+def _better(runs: Runs, a: str, b: str, length: int) -> bool:
+    return runs.compare(a, b, length) is Comparison.BETTER
+
+
+@evidence("004-rope-better-not-enough")
+def rope_better_not_enough(runs: Runs | None = None) -> Finding:
+    """RoPE better than sinusoidal in the longest windows, yet hurt by the extra context."""
+    runs = runs or base_study()
+    top = _longest(runs)
+    return Finding(
+        holds=_better(runs, "rope", "sinusoidal", top)
+        and runs.context_effect("rope") is ContextEffect.HURTS,
+        shown=(
+            f"loss at {top}, rope minus sinusoidal: {runs.difference('rope', 'sinusoidal', top)}"
+            f" ({runs.compare('rope', 'sinusoidal', top)}); extra context: {_cost(runs, 'rope')}",
         ),
     )
 
 
 @evidence("004-t5-better-than-rope")
-def t5_better_than_rope(seeds: Seeds | None = None) -> Finding:
-    """T5's perplexity at 16L below RoPE's and sinusoidal's, every seed."""
-    seeds = seeds or committed_seeds()
-    better = all(_long(s, "t5") < min(_long(s, "rope"), _long(s, "sinusoidal")) for s in seeds)
+def t5_better_than_rope(runs: Runs | None = None) -> Finding:
+    """T5 better than RoPE and than sinusoidal in the longest windows."""
+    runs = runs or base_study()
+    top = _longest(runs)
+    pairs = [("t5", "rope"), ("t5", "sinusoidal")]
     return Finding(
-        holds=better,
-        shown=(
-            "perplexity at 16L, t5 / rope / sinusoidal: "
-            + "; ".join(
-                f"{_long(s, 't5'):.2f} / {_long(s, 'rope'):.2f} / {_long(s, 'sinusoidal'):.2f}"
-                for s in seeds
-            ),
+        holds=all(_better(runs, a, b, top) for a, b in pairs),
+        shown=tuple(
+            f"loss at {top}, {a} minus {b}: {runs.difference(a, b, top)}"
+            f" ({runs.compare(a, b, top)})"
+            for a, b in pairs
         ),
     )
 
 
 @evidence("004-alibi-best")
-def alibi_best(seeds: Seeds | None = None) -> Finding:
-    """ALiBi's perplexity at 16L the lowest of the paper's four methods, every seed."""
-    seeds = seeds or committed_seeds()
-    best = all(_long(s, "alibi") < min(_long(s, p) for p in PAPER_METHODS[1:]) for s in seeds)
-    weakest_at_l = all(
-        s["alibi"].perplexity[s["alibi"].train_len]
-        >= max(s[p].perplexity[s[p].train_len] for p in PAPER_METHODS[1:])
-        for s in seeds
-    )
-    shaw_lower = any(_long(s, "shaw") < _long(s, "alibi") for s in seeds)
-    caveats = [
-        text
-        for text, found in [
-            ("weakest of the four at the training length", weakest_at_l),
-            ("Shaw's is lower at 16L", shaw_lower),
-        ]
-        if found
+def alibi_best(runs: Runs | None = None) -> Finding:
+    """ALiBi better than T5, RoPE and sinusoidal in the longest windows; caveats: worse at
+    the training length, or a method outside the paper's four better still."""
+    runs = runs or base_study()
+    top = _longest(runs)
+    rivals = PAPER_METHODS[1:]
+    best = all(_better(runs, "alibi", m, top) for m in rivals)
+    worse_at_l = [m for m in rivals if runs.compare("alibi", m, runs.unit) is Comparison.WORSE]
+    beaten_by = [
+        m for m in _runs_long(runs) if m not in PAPER_METHODS and _better(runs, m, "alibi", top)
     ]
+    caveats = []
+    if worse_at_l:
+        caveats.append(f"worse than {', '.join(worse_at_l)} at the training length")
+    if beaten_by:
+        caveats.append(f"{', '.join(beaten_by)}, not in the paper's comparison, better at {top}")
     return Finding(
         holds=best,
         caveat="; ".join(caveats) or None,
-        shown=(f"lowest of alibi, t5, rope, sinusoidal at 16L in both seeds: {best}",),
-    )
-
-
-@evidence("004-relative-extrapolate")
-def relative_extrapolate(seeds: Seeds | None = None) -> Finding:
-    """Do Shaw, T5, RoPE and ALiBi all keep their quality at 16L, in every seed?"""
-    seeds = seeds or committed_seeds()
-    family = ("shaw", "t5", "rope", "alibi")
-    keeps = {p: _keeps(seeds, p) for p in family}
-    return Finding(
-        holds=all(keeps.values()),
-        shown=(
-            "keeps its quality in both seeds: " + ", ".join(f"{p} {k}" for p, k in keeps.items()),
+        shown=tuple(
+            f"loss at {top}, alibi minus {m}: {runs.difference('alibi', m, top)}"
+            f" ({runs.compare('alibi', m, top)})"
+            for m in rivals
         ),
     )
 
 
-@evidence("001-rope-extrapolates-better")
-def rope_extrapolates_better(seeds: Seeds | None = None) -> Finding:
-    """RoPE below sinusoidal at every window length past L, every seed; does it keep quality?"""
-    seeds = seeds or committed_seeds()
-    better = all(
-        s["rope"].perplexity[n] < s["sinusoidal"].perplexity[n]
-        for s in seeds
-        for n in s["rope"].perplexity
-        if n > s["rope"].train_len
+@evidence("004-relative-extrapolate")
+def relative_extrapolate(runs: Runs | None = None) -> Finding:
+    """Do Shaw, T5, RoPE and ALiBi all keep their quality past the training length?"""
+    runs = runs or base_study()
+    return Finding(
+        holds=all(runs.context_effect(m) in KEEPS for m in RELATIVE),
+        shown=tuple(f"extra context: {_cost(runs, m)}" for m in RELATIVE),
     )
+
+
+@evidence("001-rope-extrapolates-better")
+def rope_extrapolates_better(runs: Runs | None = None) -> Finding:
+    """RoPE better than sinusoidal at every window length past L; caveat if RoPE itself is
+    hurt by the extra context."""
+    runs = runs or base_study()
+    longer = [n for n in runs.lengths if n > runs.unit]
+    better = all(_better(runs, "rope", "sinusoidal", n) for n in longer)
     return Finding(
         holds=better,
-        caveat=None if _keeps(seeds, "rope") else "better, but far from good",
-        shown=(f"RoPE's perplexity below sinusoidal's at every n > L, both seeds: {better}",),
+        caveat=None
+        if runs.context_effect("rope") in KEEPS
+        else "better, but hurt by the extra context itself",
+        shown=(
+            f"rope better than sinusoidal at every n in {longer}: {better}; "
+            f"extra context: {_cost(runs, 'rope')}",
+        ),
     )
 
 
 @evidence("001-alibi-extrapolates-far")
-def alibi_extrapolates_far(seeds: Seeds | None = None) -> Finding:
-    """ALiBi keeps its quality at 16 times the training length, every seed."""
-    seeds = seeds or committed_seeds()
-    result = seeds[0]["alibi"]
+def alibi_extrapolates_far(runs: Runs | None = None) -> Finding:
+    """ALiBi keeps its quality at 16 times the training length."""
+    runs = runs or base_study()
+    top = _longest(runs)
     return Finding(
-        holds=_keeps(seeds, "alibi"),
-        caveat=f"measured at {result.longest // result.train_len}× a {result.train_len}"
-        "-character training length"
-        if result.train_len != 512
-        else None,
-        shown=(f"extra context on the same characters, alibi: {_costs(seeds, 'alibi')} nats",),
+        holds=runs.context_effect("alibi") in KEEPS,
+        caveat=f"measured at {top // runs.unit}× a {runs.unit}-character training length",
+        shown=(f"extra context: {_cost(runs, 'alibi')}; {_seeds(runs, 'alibi')}",),
     )
 
 
 @evidence("004-clipping-extrapolates")
-def clipping_extrapolates(seeds: Seeds | None = None) -> Finding:
-    """Shaw's window perplexity at 16L within 10% of L in every seed; and the same characters?"""
-    seeds = seeds or committed_seeds()
-    level = all(s["shaw"].degradation < 1.1 for s in seeds)
+def clipping_extrapolates(runs: Runs | None = None) -> Finding:
+    """Shaw's clipped offsets keep its quality past the training length (the same standard
+    as every other method); its window perplexity is shown beside it."""
+    runs = runs or base_study()
+    top = _longest(runs)
     return Finding(
-        holds=level,
-        caveat=None if _keeps(seeds, "shaw") else "the extra context still hurts it",
+        holds=runs.context_effect("shaw") in KEEPS,
         shown=(
-            f"shaw, perplexity 16L / L: {_degradations(seeds, 'shaw')}; extra context on"
-            f" the same characters: {_costs(seeds, 'shaw')} nats",
+            f"extra context: {_cost(runs, 'shaw')}; loss in windows of {top} minus {runs.unit}"
+            f" (which the early-token effect flatters): {runs.window_effect('shaw', top)}",
         ),
     )
 
 
 @evidence("004-position-bottleneck")
-def position_bottleneck(seeds: Seeds | None = None) -> Finding:
-    """Swapping only the position method decides whether the model keeps its quality, every
-    seed; caveat if NoPE, which has no method to blame, loses it too (chapter 10)."""
-    seeds = seeds or committed_seeds()
-    keeps = [
-        {p: r.keeps_quality() for p, r in s.items() if r.runs_long and p != "none"} for s in seeds
-    ]
-    decides = all(any(k.values()) and not all(k.values()) for k in keeps)
-    kept = " and ".join(", ".join(p for p, ok in k.items() if ok) or "none" for k in keeps)
+def position_bottleneck(runs: Runs | None = None) -> Finding:
+    """Changing only the method separates methods that keep their quality from methods the
+    extra context hurts; caveat if NoPE, with no method to blame, is hurt too."""
+    runs = runs or base_study()
+    effects = {m: runs.context_effect(m) for m in _runs_long(runs) if m != "none"}
+    keep = [m for m, e in effects.items() if e in KEEPS]
+    hurt = [m for m, e in effects.items() if e is ContextEffect.HURTS]
     return Finding(
-        holds=decides,
-        caveat=None if _keeps(seeds, "none") else "NoPE, with no position method, degrades too",
+        holds=bool(keep) and bool(hurt),
+        caveat=None
+        if runs.context_effect("none") in KEEPS
+        else "NoPE, with no position method, is hurt by the extra context too",
         shown=(
-            f"of the {len(keeps[0])} methods that run past L, those that keep their quality"
-            f" (seeds 0 and 1): {kept}; NoPE's extra context: {_costs(seeds, 'none')} nats",
+            f"keep their quality: {', '.join(keep) or 'none'}; hurt: {', '.join(hurt) or 'none'}",
+            f"extra context: {_cost(runs, 'none')}",
+        ),
+    )
+
+
+@evidence("press-alibi-short-matches-long")
+def alibi_short_matches_long(runs: Runs | None = None, long: Runs | None = None) -> Finding:
+    """ALiBi trained at L reads the longest windows at least as well as a sinusoidal model
+    trained at that length (the same characters past the first L, full context); caveat
+    if the model trained long is itself worse at L than its short counterpart (a weak
+    reference at this budget)."""
+    runs, long = runs or base_study(), long or long_study()
+    gap = runs.gap_to("alibi", long, "sinusoidal")
+    at_l = runs.difference("sinusoidal", "sinusoidal", runs.unit, other=long)
+    weak = compare(at_l) is Comparison.BETTER  # the short model beats the long one at L
+    return Finding(
+        holds=gap.high <= EQUIVALENCE_NATS,
+        caveat="the sinusoidal model trained long is worse at the training length than the "
+        "one trained short, so it is a weak reference at this budget"
+        if weak
+        else None,
+        shown=(
+            f"full-context loss, alibi trained at {runs.unit} minus sinusoidal trained at "
+            f"{_longest(runs)}: {gap} nats (at most {EQUIVALENCE_NATS} counts as no worse)",
+            f"loss in windows of {runs.unit}, sinusoidal trained at {runs.unit} minus trained "
+            f"at {_longest(runs)}: {at_l}",
         ),
     )
