@@ -22,6 +22,8 @@ Position methods (each registers itself with ``pe_book.positions``)
 - ``pe_book.rope_kernel``   RoPE's fused C loop (``_rope_kernel.c``), when it is built (ch. 12)
 - ``pe_book.rope_scaling``  RoPE's context-extension schemes: PI, NTK, YaRN, Llama 3,
                             LongRoPE, partial rotary (ch. 08)
+- ``pe_book.rope_interpolation`` why Position Interpolation works: RoPE's score between
+                            the integers, fitted, and Chen et al.'s bound on it (ch. 08)
 - ``pe_book.alibi``         ALiBi's slopes and bias, materialised or fused (ch. 09, 12)
 - ``pe_book.bias_attention`` causal attention reading a bias per offset inside a C kernel
                             (``_bias_attention.c``): ALiBi, T5, KERPLE, FIRE, Shaw (ch. 12)

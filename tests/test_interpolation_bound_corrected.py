@@ -1,5 +1,5 @@
-"""rope_scaling.interpolation_bound(rule="corrected"): Theorem 2.1 with the constant its proof
-supports (chapter 8, section 8.3), max_i |h_i| (Σ_i θ_i²) (s - s1)(s2 - s) / 2."""
+"""rope_interpolation.interpolation_bound(rule="corrected"): Theorem 2.1 with the constant its
+proof supports (chapter 8, section 8.3), max_i |h_i| (Σ_i θ_i²) (s - s1)(s2 - s) / 2."""
 
 import math
 
@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pe_book.rope_scaling import interpolation_bound, interpolation_gap
+from pe_book.rope_interpolation import interpolation_bound, interpolation_gap
 from pe_book.sinusoidal import frequencies
 
 

@@ -1,4 +1,5 @@
-"""pe_book.rope_scaling: the rotary score of a real position and per-pair factors (chapter 8).
+"""pe_book.rope_interpolation's rotary score of a real position and rope_scaling's per-pair
+factors (chapter 8).
 
 Section 8.3: rotary_score is RoPE's score for integer offsets; fit_rotary_score is a
 least-squares fit; interpolation_gap obeys the textbook bound of linear interpolation,
@@ -15,19 +16,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pe_book import decay, rope
+from pe_book.rope_interpolation import (
+    fit_rotary_score,
+    interpolation_bound,
+    interpolation_gap,
+    rotary_score,
+)
 from pe_book.rope_scaling import (
     LinearScaling,
     Llama3Scaling,
     LongRoPEScaling,
     NTKScaling,
     YaRNScaling,
-    fit_rotary_score,
-    interpolation_bound,
-    interpolation_gap,
     pair_factors,
     partial_rotary_frequencies,
     rotary_dim,
-    rotary_score,
     scaled_frequencies,
 )
 from pe_book.sinusoidal import frequencies
