@@ -147,7 +147,7 @@ def test_the_reader_cannot_change_the_checkers_inputs(capsys):
     assert "agree" in capsys.readouterr().out
 
 
-# ---- the book's answer policy (pe_book.exercises.grading) ------------------------------
+# ---- the book's answer policy (pe_book.exercises.policy) -------------------------------
 
 
 def test_a_dtype_or_container_alone_never_fails(capsys):

@@ -663,7 +663,7 @@ def test_the_known_wrong_answer_fails(name, label):
 
 
 def test_a_miss_names_the_case_and_index_but_never_the_expected_values():
-    from pe_book.exercises.grading import judge
+    from pe_book.exercises.policy import judge
 
     expected = torch.tensor([[0.123456, 0.654321], [0.777777, 0.888888]], dtype=F64)
     message = judge(
@@ -680,7 +680,7 @@ def test_a_miss_names_the_case_and_index_but_never_the_expected_values():
 
 
 def test_float32_is_named_only_when_it_is_the_likely_cause():
-    from pe_book.exercises.grading import judge
+    from pe_book.exercises.policy import judge
 
     exact = torch.linspace(0, 1, 7, dtype=F64) / 3
     assert "float32, the likely cause: because" in judge(

@@ -9,7 +9,7 @@ raises :class:`ExerciseMismatch` naming the first case that does not (its input,
 its input class and the first index that misses, never the expected values); a
 stub that still raises ``NotImplementedError`` is reported as "not attempted yet"
 without failing. Answers are judged by the book's one policy, implemented in
-:mod:`~.grading`: values at the exercise's tolerance, in any dtype, with float32
+:mod:`~.policy`: values at the exercise's tolerance, in any dtype, with float32
 named when it is the likely cause of a miss. Chapters call them as
 ``exercises.check_<name>``; a course adds its own exercise with
 :func:`check` and :class:`Case` (see :mod:`pe_book.exercises.grading`).
@@ -18,6 +18,7 @@ named when it is the likely cause of a miss. Chapters call them as
 module                              chapter
 ==================================  =========================================
 :mod:`~.grading`                    the framework: check, Case, grader
+:mod:`~.policy`                     the answer policy: judge, float32_note
 :mod:`~.ch01_symmetry`              1, symmetry
 :mod:`~.ch02_taylor`                2, the Taylor expansion
 :mod:`~.ch03_sinusoidal`            3, the sinusoidal encoding

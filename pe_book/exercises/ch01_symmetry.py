@@ -9,15 +9,8 @@ import torch
 
 from pe_book import attention as attn
 from pe_book import symmetry
-from pe_book.exercises.grading import (
-    Case,
-    ExerciseMismatch,
-    attempt,
-    check,
-    float32_note,
-    grader,
-    show,
-)
+from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.policy import float32_note, show
 
 __all__ = [
     "check_attention",

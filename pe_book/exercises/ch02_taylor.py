@@ -8,14 +8,8 @@ from typing import Any
 import torch
 
 from pe_book import taylor
-from pe_book.exercises.grading import (
-    Case,
-    ExerciseMismatch,
-    attempt,
-    check,
-    float32_note,
-    grader,
-)
+from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.policy import float32_note
 
 __all__ = ["check_circle_solution", "check_diagonal_leak", "check_taylor_terms"]
 

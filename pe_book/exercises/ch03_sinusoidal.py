@@ -8,15 +8,8 @@ from collections.abc import Callable
 import torch
 
 from pe_book import sinusoidal
-from pe_book.exercises.grading import (
-    Case,
-    ExerciseMismatch,
-    attempt,
-    check,
-    float32_note,
-    grader,
-    whole_number,
-)
+from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.policy import float32_note, whole_number
 
 __all__ = [
     "check_base_for_wavelength",

@@ -11,14 +11,8 @@ from collections.abc import Callable
 import torch
 
 from pe_book import sinusoidal
-from pe_book.exercises.grading import (
-    Case,
-    ExerciseMismatch,
-    attempt,
-    check,
-    float32_note,
-    grader,
-)
+from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.policy import float32_note
 
 __all__ = ["check_bilinear_terms", "check_direction_matrix", "check_shift_matrix"]
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import torch
 
 from pe_book import decay
-from pe_book.exercises.grading import Case, check, whole_number
+from pe_book.exercises.grading import Case, check
+from pe_book.exercises.policy import whole_number
 
 __all__ = ["check_dot_profile", "check_integral_profile", "check_reach"]
 

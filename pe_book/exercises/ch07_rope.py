@@ -8,7 +8,8 @@ import torch
 
 from pe_book import decay, rope, sinusoidal
 from pe_book.exercises.ch05_decay import _check_offset_profile
-from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader, judge
+from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.policy import judge
 
 __all__ = ["check_decay_bound", "check_layout_conversion", "check_rope_rotation"]
 

@@ -9,7 +9,8 @@ import torch
 
 from pe_book import alibi
 from pe_book import attention as attn
-from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader, judge
+from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.policy import judge
 
 __all__ = ["check_alibi_slopes", "check_decoding_bias", "check_mean_distance"]
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import torch
 
 from pe_book import cost, relative
-from pe_book.exercises.grading import Case, check, whole_number
+from pe_book.exercises.grading import Case, check
+from pe_book.exercises.policy import whole_number
 
 __all__ = ["check_scaling_exponent", "check_shaw_parameters", "check_shaw_table_bytes"]
 

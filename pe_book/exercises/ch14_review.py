@@ -10,15 +10,8 @@ import numpy as np
 import torch
 
 from pe_book import alibi, relative, results, rope, sinusoidal
-from pe_book.exercises.grading import (
-    Case,
-    ExerciseMismatch,
-    attempt,
-    check,
-    grader,
-    judge,
-    whole_number,
-)
+from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.policy import judge, whole_number
 
 __all__ = ["check_cheapest_keeper", "check_keeps_quality", "check_offset_only"]
 
