@@ -70,7 +70,7 @@ def method_list(methods: Sequence[str]) -> str:
 def perplexity_table(runs: Runs, lengths: Sequence[int] | None = None) -> str:
     """Perplexity per character with its 95% interval, per method and window length."""
     lengths = list(runs.lengths if lengths is None else lengths)
-    width = 22
+    width = 21
     lines = [f"{'method':<16}" + "".join(f"{'n = ' + str(n):>{width}}" for n in lengths)]
     for method in runs.methods:
         cells = [

@@ -13,7 +13,10 @@ import yaml
 from pe_book.lecture import LECTURE_WORDS, prose_words
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))  # the chapters
+#: Every executed page of the book: the chapters and the appendix notebooks (the study in
+#: full); the rules about a chapter's shape, exercises and length apply to chapters only.
+PAGES = NOTEBOOKS + sorted((ROOT / "notebooks").glob("appendix_*.ipynb"))
 MACHINE_PATH = re.compile(r"/root/|/tmp/|/home/|/Users/|site-packages/|/work/")
 CHAPTER_SECTIONS = ["## Claims checked", "## Exercises", "## Summary", "## References"]
 # The rules below are the book's; each failure names its rule, its limit, this file, and
@@ -36,14 +39,15 @@ def test_every_chapter_is_in_the_table_of_contents():
     listed = {toc["root"]} | {c["file"] for part in toc["parts"] for c in part["chapters"]}
     # the appendices written from the package (api.md, api_positions.md) are pages, not chapters
     listed -= {stem for stem in listed if (ROOT / "notebooks" / f"{stem}.md").is_file()}
-    assert listed == {p.stem for p in NOTEBOOKS}, (
-        "every chapter notebook must be listed in notebooks/_toc.yml (the book's table of"
-        f" contents), and nothing else: listed only {sorted(listed - {p.stem for p in NOTEBOOKS})},"
-        f" missing {sorted({p.stem for p in NOTEBOOKS} - listed)}"
+    pages = {p.stem for p in PAGES}
+    assert listed == pages, (
+        "every chapter and appendix notebook must be listed in notebooks/_toc.yml (the book's"
+        f" table of contents), and nothing else: listed only {sorted(listed - pages)},"
+        f" missing {sorted(pages - listed)}"
     )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_cell_ids_are_unique_and_well_formed(path):
     """A merge that duplicates an id corrupts silently (nbformat only warns and renames)."""
     ids = [cell.get("id") for cell in load(path)["cells"]]
@@ -56,7 +60,7 @@ def test_cell_ids_are_unique_and_well_formed(path):
     )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_notebook_size_is_bounded(path):
     size = path.stat().st_size / 1024
     assert size <= MAX_NOTEBOOK_KB, (
@@ -66,7 +70,7 @@ def test_notebook_size_is_bounded(path):
     )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_no_widget_state_is_stored(path):
     nb = load(path)
     views = [
@@ -81,7 +85,7 @@ def test_no_widget_state_is_stored(path):
     )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_notebook_was_run_top_to_bottom_without_errors(path):
     cells = [c for c in load(path)["cells"] if c["cell_type"] == "code" and text(c).strip()]
     counts = [c["execution_count"] for c in cells]
@@ -103,7 +107,7 @@ def test_notebook_was_run_top_to_bottom_without_errors(path):
             )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_no_machine_paths_in_sources_or_outputs(path):
     blob = path.read_text(encoding="utf-8")
     found = MACHINE_PATH.search(blob)
@@ -113,7 +117,7 @@ def test_no_machine_paths_in_sources_or_outputs(path):
     )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_every_figure_cell_stored_its_figure(path):
     """A cell that draws must have stored a PNG (a non-inline backend would silently drop it)."""
     for cell in load(path)["cells"]:
@@ -126,7 +130,7 @@ def test_every_figure_cell_stored_its_figure(path):
             )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_figures_are_small_pngs(path):
     for cell in load(path)["cells"]:
         for out in cell.get("outputs", []):
@@ -192,7 +196,7 @@ def test_exercises_have_stub_checker_and_collapsed_solution(path):
         assert checker.search(text(solution)), f"{where}: solution not checked; {rule}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_code_cells_stay_short(path):
     for cell in load(path)["cells"]:
         lines = len(text(cell).splitlines())
@@ -227,7 +231,7 @@ def test_sanitizer_masks_addresses_paths_and_timings_only(raw, clean):
     assert sanitize(raw) == clean
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_printed_lines_fit_the_html_page(path):
     """Printed output is read in a fixed-width box about 80 characters wide."""
     for cell in load(path)["cells"]:
