@@ -84,6 +84,8 @@ The book around the code
 - ``pe_book.seed``          deterministic cells
 - ``pe_book.lecture``       how long a chapter takes to present, from its words and live
                             cells (ch. 00's lecture plan)
+- ``pe_book.problems``      written problems with worked answers and points, three to five
+                            per chapter (ch. 01-14), and an exam bank (the instructor guide)
 
 Private helpers: ``pe_book._validate`` (argument checks with clear errors),
 ``pe_book._toml`` (the one reader of the TOML data), ``pe_book._registry`` (lookup
