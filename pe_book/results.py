@@ -1,9 +1,11 @@
-"""The committed results of chapter 11's study, as typed records with their derived measures.
+"""The committed results of chapter 11's study, as records and their derived measures.
 
-``results/extrapolation[-seedN]/<method>.json`` is written by
-``python -m pe_book.study``. Chapters, claims and checkers read it through
-:func:`load_study`, so that a derived measure (the extra-context cost, the
-degradation, "keeps its quality") has one definition. Chapter 12's
+``results/study/<design>/seed<N>/<method>.json`` is written by ``python -m pe_book study``
+(one record per run, validated by :func:`validate_result`); :class:`Runs` reads a design
+back and gives every measure the chapters use (the extra-context cost, the window
+effect, paired comparisons) with its interval from :mod:`pe_book.intervals`, so that
+each measure has one definition and chapters 10, 11, 13 and 14 cannot disagree.
+:class:`TaskRuns` reads the algorithmic tasks (``results/study/tasks``). Chapter 12's
 ``results/cost.json`` is read, and validated, by :func:`pe_book.cost.load_cost`.
 """
 
@@ -34,30 +36,23 @@ from pe_book.intervals import (
 from pe_book.model import POSITIONS
 
 __all__ = [
-    "KEEPS_QUALITY_NATS",
     "RESULTS",
     "SCHEMA_VERSION",
     "STUDIED",
     "Runs",
-    "StudyResult",
     "TaskRuns",
     "cheapest_keeper",
     "degradation",
-    "extra_context_cost",
-    "keeps_quality",
+    "extra_context_of",
     "load_result",
-    "load_study",
-    "stored_results",
-    "study_folder",
     "validate_result",
     "versions",
     "write_atomically",
 ]
 
-#: The schema of a new record: 2 stores every evaluation segment's losses. Records of
-#: schema 1 (means only: results/extrapolation*, results/beyond) still validate.
+#: The schema of a record: 2 stores every evaluation segment's losses (schema 1 stored
+#: means only; its runs were replaced by the five-seed study).
 SCHEMA_VERSION = 2
-SCHEMAS = (1, 2)
 
 #: The methods of the committed study (chapters 11-13), in the book's order. Chapter 10's
 #: methods are registered too and train with ``python -m pe_book.study --positions ...``.
@@ -65,12 +60,6 @@ STUDIED = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi")
 
 #: The results folder of a source checkout (pe_book is installed editable, ``make env``).
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-
-#: A method *keeps its quality* on longer inputs when the same characters cost it at
-#: most this many nats more with the full context than with a training-length one
-#: (about 2% in perplexity; chapter 11, section 11.3).
-KEEPS_QUALITY_NATS = 0.02
-
 
 def versions() -> dict[str, str]:
     """Python, PyTorch and NumPy versions and the platform a result was made on (stored with it)."""
@@ -102,7 +91,7 @@ def validate_result(record: object) -> dict[str, Any]:
     for field, kind in expected.items():
         if not isinstance(record.get(field), kind):
             raise ValueError(f"result field {field!r} must be {kind.__name__}")
-    if record["schema"] not in SCHEMAS or record["position"] not in POSITIONS:
+    if record["schema"] != SCHEMA_VERSION or record["position"] not in POSITIONS:
         raise ValueError("result field 'schema' or 'position' has an unknown value")
     tables = [("perplexity", record["perplexity"])]
     scaled = record.get("rope_scaling", {})
@@ -151,88 +140,6 @@ def load_result(path: Path, config: object, checksum: str) -> dict[str, Any] | N
     return record if same_config and record["corpus_checksum"] == checksum else None
 
 
-def stored_results(folder: str | Path) -> dict[str, dict[str, Any]]:
-    """Every valid result file in ``folder``, by method, in the book's method order.
-
-    Raises FileNotFoundError if the folder holds none, ValueError (naming the
-    file) if a file does not validate.
-    """
-    folder = Path(folder)
-    results = {}
-    for position in POSITIONS:
-        path = folder / f"{position}.json"
-        if path.is_file():
-            try:
-                results[position] = validate_result(json.loads(path.read_text(encoding="utf-8")))
-            except ValueError as error:
-                raise ValueError(f"{path}: {error}") from error
-    if not results:
-        raise FileNotFoundError(f"no result files in {folder}")
-    return results
-
-
-@dataclass(frozen=True)
-class StudyResult:
-    """One method's record of the extrapolation study (one seed)."""
-
-    position: str
-    train_len: int
-    perplexity: dict[int, float | None]  # window length n -> perplexity (None: cannot run)
-    capped_context_loss: float  # nats per character, context cut to about the training length
-    full_context_loss: float | None  # the same characters with the full window (None: cannot run)
-    record: dict[str, Any]  # the whole JSON record, for everything else
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> StudyResult:
-        same = record["same_targets"]
-        return cls(
-            position=record["position"],
-            train_len=int(record["config"]["train_len"]),
-            perplexity={int(n): value for n, value in record["perplexity"].items()},
-            capped_context_loss=float(same["capped_context_loss"]),
-            full_context_loss=None
-            if same["full_context_loss"] is None
-            else float(same["full_context_loss"]),
-            record=record,
-        )
-
-    @property
-    def longest(self) -> int:
-        return max(self.perplexity)
-
-    @property
-    def runs_long(self) -> bool:
-        """Whether the method could run windows longer than its training length."""
-        return self.perplexity[self.longest] is not None
-
-    @property
-    def extra_context_cost(self) -> float | None:
-        """Loss with the full context minus loss with a training-length one, same characters."""
-        return extra_context_cost(self.capped_context_loss, self.full_context_loss)
-
-    @property
-    def degradation(self) -> float | None:
-        """Perplexity in the longest windows divided by perplexity at the training length."""
-        return degradation(self.perplexity, self.train_len)
-
-    def keeps_quality(self, threshold: float = KEEPS_QUALITY_NATS) -> bool:
-        return keeps_quality(self.capped_context_loss, self.full_context_loss, threshold) is True
-
-
-def extra_context_cost(capped: float, full: float | None) -> float | None:
-    """full - capped (nats per character): what the extra context costs on the same
-    characters (negative: it helps); None for a model that cannot run the full context."""
-    return None if full is None else full - capped
-
-
-def keeps_quality(
-    capped: float, full: float | None, threshold: float = KEEPS_QUALITY_NATS
-) -> bool | None:
-    """Whether the extra context costs at most ``threshold`` nats; None if it cannot run."""
-    cost = extra_context_cost(capped, full)
-    return None if cost is None else cost <= threshold
-
-
 def degradation(perplexity: Mapping[Any, float | None], train_len: int) -> float | None:
     """Perplexity at the longest length over perplexity at ``train_len`` (lengths as int or
     str keys); None if the model cannot run the longest length."""
@@ -248,30 +155,6 @@ def cheapest_keeper(
     smallest ``cost`` (e.g. its training step relative to NoPE); None if none qualifies."""
     keepers = [method for method, loss in extra.items() if loss <= tolerance]
     return min(keepers, key=cost.__getitem__) if keepers else None
-
-
-def study_folder(seed: int = 0) -> Path:
-    """results/extrapolation for seed 0, results/extrapolation-seed<N> otherwise."""
-    return RESULTS / ("extrapolation" if seed == 0 else f"extrapolation-seed{seed}")
-
-
-def load_study(seed: int = 0, folder: str | Path | None = None) -> dict[str, StudyResult]:
-    """The stored study of one seed, validated, by method in the book's order.
-
-    From the committed folders (``folder=None``) only the methods of :data:`STUDIED`,
-    so that training another method into them does not change chapters 10-13.
-    """
-    records = stored_results(folder if folder is not None else study_folder(seed))
-    if folder is None:
-        records = {p: r for p, r in records.items() if p in STUDIED}
-    return {position: StudyResult.from_record(r) for position, r in records.items()}
-
-
-# ---- the five-seed study (schema 2): results/study/<design>/seed<N>/<method>.json ----------
-
-
-def _design_folder(design: str, root: Path) -> Path:
-    return Path(root) / "study" / design
 
 
 @dataclass(frozen=True)
@@ -290,7 +173,7 @@ class Runs:
     @classmethod
     def load(cls, design: str, root: str | Path = RESULTS) -> Runs:
         """Every valid schema-2 record of ``design``; ValueError names a bad file."""
-        folder = _design_folder(design, root)
+        folder = Path(root) / "study" / design
         records: dict[str, dict[int, dict[str, Any]]] = {}
         for seed_folder in sorted(folder.glob("seed*")):
             seed = int(seed_folder.name.removeprefix("seed"))
@@ -375,13 +258,7 @@ class Runs:
         window). Negative: the extra context helps."""
         seeds = self.seeds(method) if seeds is None else seeds
 
-        def pick(record: dict[str, Any]) -> np.ndarray:
-            if record["full_by_bin"] is None:
-                raise ValueError(f"{method} cannot run the longest windows")
-            full = np.asarray(record["full_by_bin"])[:, 1:]  # bins past the first unit
-            return full.mean(1) - np.asarray(record["capped_by_bin"]).mean(1)
-
-        return self._stack(method, seeds, pick)
+        return self._stack(method, seeds, extra_context_of)
 
     def full_context_loss(self, method: str, seeds: tuple[int, ...] | None = None) -> np.ndarray:
         """(seeds, segments): loss with the full context on the targets past the first unit."""
@@ -453,6 +330,17 @@ class Runs:
         windows (section 11.5's curves)."""
         losses = self.bin_losses(method)
         return [crossed_interval(losses[:, :, b]) for b in range(losses.shape[2])]
+
+
+def extra_context_of(record: dict[str, Any]) -> np.ndarray:
+    """Each segment's extra-context cost in one schema-2 record, (segments,): the loss with
+    the full context over the bins past the first ``unit`` of the longest windows, minus
+    the loss of the same targets with the context capped at ``unit`` (chapter 11.3).
+    Raises ValueError for a model that cannot run the longest windows (a learned table)."""
+    if record.get("full_by_bin") is None:
+        raise ValueError(f"{record.get('position')} cannot run the longest windows")
+    full = np.asarray(record["full_by_bin"], dtype=np.float64)[:, 1:]  # past the first bin
+    return full.mean(1) - np.asarray(record["capped_by_bin"], dtype=np.float64).mean(1)
 
 
 # ---- the algorithmic tasks: results/study/tasks/<task>/seed<N>/<method>.json --------------

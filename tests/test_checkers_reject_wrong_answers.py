@@ -269,12 +269,12 @@ def _offset_only(score, shifts=(1, 17, 1500), tol=1e-9, positions=(3, 40, 900)):
     return True
 
 
-def _keeps(record, tolerance, strict=False, none_keeps=False):
-    same = record["same_targets"]
-    if same["full_context_loss"] is None:
-        return True if none_keeps else None
-    extra = same["full_context_loss"] - same["capped_context_loss"]
-    return extra < tolerance if strict else extra <= tolerance
+def _extra(record, first_bin=False, sign=1.0, pooled=False):
+    if record["full_by_bin"] is None:
+        return None
+    full = np.asarray(record["full_by_bin"])[:, 0 if first_bin else 1 :].mean(1)
+    cost = sign * (full - np.asarray(record["capped_by_bin"]).mean(1))
+    return float(cost.mean()) if pooled else cost
 
 
 def _cheapest(extra, cost, tolerance, strict=False, absolute=False, ignore=False):
@@ -389,7 +389,7 @@ RIGHT = {
     "shaw_table_bytes": lambda length, d: length * length * d * 4,
     "scaling_exponent": lambda t1, l1, t2, l2: math.log(t2 / t1) / math.log(l2 / l1),
     "offset_only": _offset_only,
-    "keeps_quality": _keeps,
+    "extra_context": _extra,
     "cheapest_keeper": _cheapest,
 }
 
@@ -600,9 +600,10 @@ WRONG = {
         ("positions below 1,000 only", lambda score: _offset_only(score, shifts=(1, 17, 50))),
         ("exact equality", lambda score: _offset_only(score, tol=0.0)),
     ],
-    "keeps_quality": [
-        ("strict <", lambda r, t: _keeps(r, t, strict=True)),
-        ("cannot run counted as keeps", lambda r, t: _keeps(r, t, none_keeps=True)),
+    "extra_context": [
+        ("the first bin kept", lambda r: _extra(r, first_bin=True)),
+        ("capped minus full", lambda r: _extra(r, sign=-1.0)),
+        ("one mean for all segments", lambda r: _extra(r, pooled=True)),
     ],
     "cheapest_keeper": [
         ("strict <", lambda e, c, t: _cheapest(e, c, t, strict=True)),

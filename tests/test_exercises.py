@@ -1,5 +1,6 @@
 """pe_book.exercises: checkers accept right answers, report stubs, and name the first wrong case."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -276,30 +277,26 @@ def _offset_only(score):
 
 
 def test_chapter_13_checkers_accept_right_and_reject_wrong_answers(capsys):
-    def keeps(record, tolerance):
-        same = record["same_targets"]
-        if same["full_context_loss"] is None:
+    def extra(record):
+        if record["full_by_bin"] is None:
             return None
-        return same["full_context_loss"] - same["capped_context_loss"] <= tolerance
+        full = np.asarray(record["full_by_bin"])[:, 1:].mean(1)
+        return full - np.asarray(record["capped_by_bin"]).mean(1)
 
     def cheapest(extra, cost, tolerance):
         keepers = [p for p, e in extra.items() if e <= tolerance]
         return min(keepers, key=cost.get) if keepers else None
 
     exercises.check_offset_only(_offset_only)
-    exercises.check_keeps_quality(keeps)
+    exercises.check_extra_context(extra)
     exercises.check_cheapest_keeper(cheapest)
     assert "not attempted" not in capsys.readouterr().out
     with pytest.raises(exercises.ExerciseMismatch, match="sinusoidal"):  # shift by one only
         exercises.check_offset_only(lambda score: True)
-    with pytest.raises(exercises.ExerciseMismatch, match="cannot run"):
-        exercises.check_keeps_quality(
-            lambda r, t: (
-                (r["same_targets"]["full_context_loss"] or 1.34)
-                - r["same_targets"]["capped_context_loss"]
-                <= t
-            )  # treats "cannot run" as "keeps"
-        )
+    with pytest.raises(exercises.ExerciseMismatch, match="no full context"):
+        exercises.check_extra_context(
+            lambda r: [0.0] * len(r["capped_by_bin"]) if r["full_by_bin"] is None else extra(r)
+        )  # treats "cannot run" as "costs nothing"
     with pytest.raises(exercises.ExerciseMismatch, match="a cheaper Shaw"):
         exercises.check_cheapest_keeper(lambda e, c, t: min(e, key=e.get))  # ignores t
 
@@ -470,13 +467,14 @@ def test_review_checkers_catch_a_one_pair_test_at_most_and_negative_extras():
     with pytest.raises(exercises.ExerciseMismatch, match="periodic"):
         exercises.check_offset_only(one_pair)
 
-    def strictly_below(record, tolerance):
-        same = record["same_targets"]
-        full = same["full_context_loss"]
-        return None if full is None else full - same["capped_context_loss"] < tolerance
+    def with_first_bin(record):
+        if record["full_by_bin"] is None:
+            return None
+        full = np.asarray(record["full_by_bin"]).mean(1)
+        return full - np.asarray(record["capped_by_bin"]).mean(1)
 
-    with pytest.raises(exercises.ExerciseMismatch, match=r"0\.03125"):
-        exercises.check_keeps_quality(strictly_below)
+    with pytest.raises(exercises.ExerciseMismatch, match="first bin"):
+        exercises.check_extra_context(with_first_bin)
 
     def absolute(extra, cost, tolerance):
         keepers = [m for m, loss in extra.items() if abs(loss) <= tolerance]

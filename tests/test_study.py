@@ -104,26 +104,21 @@ def test_the_rope_result_adds_inference_time_scaling_past_the_training_length(tm
         results.validate_result(record | {"rope_scaling": {"YaRN": {"16": 0.0}}})
 
 
-def test_stored_results_reads_every_valid_file_and_names_a_bad_one(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no result files"):
-        results.stored_results(tmp_path)
-    study.run_study(tmp_path, TINY, ("alibi", "none"), progress=False)
-    assert list(results.stored_results(tmp_path)) == ["none", "alibi"]  # book order
-    (tmp_path / "rope.json").write_text('{"schema": 1}')
-    with pytest.raises(ValueError, match=r"rope\.json"):
-        results.stored_results(tmp_path)
-
-
-@pytest.mark.parametrize("folder", ["extrapolation", "extrapolation-seed1"])
-def test_the_committed_study_validates_and_matches_this_corpus(folder):
+def test_the_committed_study_validates_and_matches_this_corpus():
     from pathlib import Path
 
-    stored = results.stored_results(Path(__file__).parents[1] / "results" / folder)
-    assert set(stored) == set(results.STUDIED)
+    root = Path(__file__).parents[1] / "results"
     checksum = data.load_corpus().checksum
-    assert all(record["corpus_checksum"] == checksum for record in stored.values())
-    assert all(record["config"] == stored["none"]["config"] for record in stored.values())
-    assert stored["none"]["config"]["seed"] == (1 if folder.endswith("seed1") else 0)
+    for design in ("lm", "long"):
+        runs = results.Runs.load(design, root)  # validates every record
+        design_config = {k: v for k, v in study.DESIGNS[design].config.__dict__.items()}
+        for by_seed in runs.records.values():
+            for seed, record in by_seed.items():
+                assert record["corpus_checksum"] == checksum
+                expected = json.loads(json.dumps({**design_config, "seed": seed}))
+                stored = {k: v for k, v in record["config"].items() if k != "threads"}
+                assert stored == {k: v for k, v in expected.items() if k != "threads"}
+    assert set(results.Runs.load("lm", root).methods) == set(study.DESIGNS["lm"].positions)
 
 
 def test_every_length_scores_the_same_targets_and_the_capped_context_matches_at_train_len():
@@ -174,21 +169,3 @@ def test_the_share_of_short_contexts_is_the_early_token_curse():
     with pytest.raises(ValueError, match="seq_len"):
         evaluation.short_context_fraction(0, 1)
 
-
-def test_the_committed_study_is_its_seven_methods_whatever_else_is_trained_there(
-    tmp_path, monkeypatch
-):
-    study.run_study(tmp_path, TINY, ("alibi", "kerple"), progress=False)
-    monkeypatch.setattr(results, "study_folder", lambda seed: tmp_path)
-    assert list(results.load_study(0)) == ["alibi"]  # kerple is not in results.STUDIED
-    assert list(results.load_study(0, folder=tmp_path)) == ["alibi", "kerple"]
-
-
-def test_the_committed_run_of_chapter_10s_methods_validates_and_matches_this_corpus():
-    from pathlib import Path
-
-    stored = results.stored_results(Path(__file__).parents[1] / "results" / "beyond")
-    assert set(stored) == {"kerple", "fire", "xpos", "p_rope", "cope"}
-    assert not set(stored) & set(results.STUDIED)  # chapter 11's seven live elsewhere
-    checksum = data.load_corpus().checksum
-    assert all(record["corpus_checksum"] == checksum for record in stored.values())

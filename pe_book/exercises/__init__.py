@@ -114,7 +114,7 @@ from pe_book.exercises.ch13_models import (
 )
 from pe_book.exercises.ch14_review import (
     check_cheapest_keeper,
-    check_keeps_quality,
+    check_extra_context,
     check_offset_only,
 )
 from pe_book.exercises.grading import Case, ExerciseMismatch, check
@@ -139,9 +139,9 @@ __all__ = [
     "check_direction_matrix",
     "check_dot_profile",
     "check_dynamic_frequencies",
+    "check_extra_context",
     "check_integral_profile",
     "check_invisible_positions",
-    "check_keeps_quality",
     "check_kv_cache_bytes",
     "check_layout_conversion",
     "check_layout_permutation",

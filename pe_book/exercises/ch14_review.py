@@ -13,7 +13,7 @@ from pe_book import alibi, relative, results, rope, sinusoidal
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 from pe_book.exercises.policy import judge, whole_number
 
-__all__ = ["check_cheapest_keeper", "check_keeps_quality", "check_offset_only"]
+__all__ = ["check_cheapest_keeper", "check_extra_context", "check_offset_only"]
 
 
 def _vector(name: str, value: object) -> torch.Tensor:
@@ -117,33 +117,40 @@ def check_offset_only(reader: Callable[[Callable[..., float]], bool]) -> str:
     return f"all {len(scores)} score functions classified correctly."
 
 
-def check_keeps_quality(reader: Callable[[dict[str, Any], float], bool | None]) -> None:
-    """Chapter 14: ``reader(record, tolerance)``: None if the study record has no
-    full-context loss (the model cannot run long windows), else whether the full
-    context costs at most ``tolerance`` nats more than the capped one.
+def check_extra_context(reader: Callable[[dict[str, Any]], Any]) -> None:
+    """Chapter 14: ``reader(record)``: each segment's extra-context cost from a study
+    record (schema 2), or None if ``record["full_by_bin"]`` is None (the model cannot
+    run the longest windows): the mean of ``full_by_bin`` over the bins past the first,
+    minus the mean of ``capped_by_bin``, segment by segment (chapter 11.3), to 1e-12.
 
-    The records are fixtures: only the ``"same_targets"`` field of a study record,
-    with made-up losses, not the study's results.
+    The records are fixtures: the two fields a study record stores, with made-up
+    losses, not the study's results.
     """
 
-    def record(capped: float, full: float | None) -> dict[str, Any]:
-        return {"same_targets": {"capped_context_loss": capped, "full_context_loss": full}}
+    def record(full: list[list[float]] | None, capped: list[list[float]]) -> dict[str, Any]:
+        return {"full_by_bin": full, "capped_by_bin": capped}
 
-    def reference(entry: dict[str, Any], tolerance: float) -> bool | None:
-        same = entry["same_targets"]
-        return results.keeps_quality(
-            same["capped_context_loss"], same["full_context_loss"], tolerance
-        )
+    def reference(entry: dict[str, Any]) -> Any:
+        return None if entry["full_by_bin"] is None else results.extra_context_of(entry)
 
     cases = [
-        Case((record(1.35, 1.365), 0.02), "+0.015 with tolerance 0.02"),
-        Case((record(1.26, 1.335), 0.02), "+0.075 with tolerance 0.02"),
-        Case((record(1.30, 1.20), 0.0), "-0.10 (the context helps)"),
-        # exactly at the tolerance (all three numbers exact in binary): "at most" keeps it
-        Case((record(1.25, 1.28125), 0.03125), "+0.03125 with tolerance 0.03125"),
-        Case((record(1.34, None), 0.02), "cannot run long windows"),
+        Case(
+            (record([[9.0, 1.5, 1.9], [8.0, 2.2, 2.2]], [[1.5, 1.6], [2.1, 2.3]]),),
+            "two segments, three bins; the first bin far above the others",
+            kind="a first bin that must be left out",
+        ),
+        Case(
+            (record([[3.0, 1.25], [3.0, 2.5], [3.0, 0.75]], [[1.5], [2.0], [1.0]]),),
+            "three segments, two bins: costs of both signs",
+            kind="per segment, signed",
+        ),
+        Case(
+            (record([[1.0, 1.0, 1.0, 1.0]], [[1.125, 1.0, 0.875]]),),
+            "one segment, four bins",
+        ),
+        Case((record(None, [[1.4], [1.3]]),), "a learned table: no full context"),
     ]
-    check("keeps_quality", reader, reference, cases)
+    check("extra_context", reader, reference, cases, atol=1e-12)
 
 
 # Fixtures, not the study's results: made-up extra-context costs (nats) and step-time
@@ -157,8 +164,9 @@ def check_cheapest_keeper(
     reader: Callable[[dict[str, float], dict[str, float], float], str | None],
 ) -> None:
     """Chapter 14: ``reader(extra, cost, tolerance)``: of the methods whose extra-context
-    loss is at most ``tolerance`` (``extra``: method -> nats), the one with the smallest
-    ``cost`` (method -> ratio to NoPE); None if no method qualifies."""
+    cost is at most ``tolerance`` (``extra``: method -> nats, e.g. the upper end of each
+    interval), the one with the smallest ``cost`` (method -> ratio to NoPE); None if no
+    method qualifies."""
     extra, cost = _EXTRA_FIXTURE, _COST_FIXTURE
     cases = [
         Case((extra, cost, 0.02), "tolerance 0.02"),
