@@ -86,6 +86,8 @@ The book around the code
                             cells (ch. 00's lecture plan)
 - ``pe_book.problems``      written problems with worked answers and points, three to five
                             per chapter (ch. 01-14), and an exam bank (the instructor guide)
+- ``pe_book.syllabus``      course plans of 6 to 14 weeks, each lecture timed from the
+                            chapters' sections (ch. 01-14; the instructor guide)
 
 Private helpers: ``pe_book._validate`` (argument checks with clear errors),
 ``pe_book._toml`` (the one reader of the TOML data), ``pe_book._registry`` (lookup

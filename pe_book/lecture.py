@@ -11,6 +11,10 @@ The preface's lecture plan is not guessed: for each chapter it counts
 
     minutes = words / WORDS_PER_MINUTE + live cells * MINUTES_PER_CELL.
 
+:func:`section_times` splits the same count by section ("3.2", and "3.intro",
+"3.claims", "3.exercises", "3.summary" for the unnumbered parts), so that a lecture
+covering part of a chapter can be timed (:mod:`pe_book.syllabus`, the instructor guide).
+
 The plan is one lecture per chapter in a session of ``SESSION_MINUTES``, and
 what presenting leaves of the session is exercise time in class:
 :func:`lecture_plan` refuses a plan in which a lecture leaves less than
@@ -38,10 +42,12 @@ __all__ = [
     "WORDS_PER_MINUTE",
     "ChapterTime",
     "Lecture",
+    "SectionTime",
     "chapter_time",
     "lecture_plan",
     "live_cells",
     "prose_words",
+    "section_times",
 ]
 
 #: A chapter is one lecture: at most this many words of prose (BOOK.md).
@@ -103,6 +109,69 @@ def chapter_time(
     per_cell = validate_positive_float("minutes_per_cell", minutes_per_cell)
     words, cells = prose_words(path), live_cells(path)
     return ChapterTime(path.stem.split("_")[0], words, cells, words / rate + cells * per_cell)
+
+
+@dataclass(frozen=True)
+class SectionTime:
+    """One part of a chapter and its presenting time (the instructor guide).
+
+    ``unit`` is "N.k" for section k of chapter N, or "N.intro" (title to the first
+    numbered section, unnumbered openings included), "N.claims", "N.exercises",
+    "N.summary"; an unnumbered heading elsewhere belongs to the part before it.
+    """
+
+    unit: str
+    words: int
+    cells: int
+    minutes: float
+
+
+_HEADING = re.compile(r"^## (\S+)")
+_PARTS = {"Claims": "claims", "Exercises": "exercises", "Summary": "summary"}
+
+
+def section_times(
+    path: Path,
+    *,
+    words_per_minute: float = WORDS_PER_MINUTE,
+    minutes_per_cell: float = MINUTES_PER_CELL,
+) -> list[SectionTime]:
+    """The words, live cells and minutes of each part of a chapter, in order, up to its
+    References; the words add up to :func:`prose_words`, the cells before the Exercises to
+    :func:`live_cells`: code cells from the Exercises on count as none (they are not presented)."""
+    rate = validate_positive_float("words_per_minute", words_per_minute)
+    per_cell = validate_positive_float("minutes_per_cell", minutes_per_cell)
+    chapter = int(path.stem.split("_")[0]) if path.stem[:2].isdigit() else path.stem
+    unit, words, cells, past_exercises = f"{chapter}.intro", {}, {}, False
+    for cell in _cells(path):
+        if cell["cell_type"] != "markdown":
+            shown = cell.get("metadata", {}).get("slideshow", {}).get("slide_type") != "skip"
+            live = shown and not past_exercises
+            cells[unit] = cells.get(unit, 0) + (cell["cell_type"] == "code" and live)
+            continue
+        text = re.sub(r"\$\$.*?\$\$", " ", "".join(cell["source"]), flags=re.S)
+        for line in text.splitlines():
+            heading = _HEADING.match(line)
+            if heading and heading.group(1) == "References":
+                unit = ""
+            elif heading and re.fullmatch(r"\d+\.\d+", heading.group(1)):
+                unit = heading.group(1)
+            elif heading and heading.group(1) in _PARTS:
+                unit = f"{chapter}.{_PARTS[heading.group(1)]}"
+                past_exercises = past_exercises or unit.endswith(".exercises")
+            if unit:
+                words[unit] = words.get(unit, 0) + len(line.split())
+                cells.setdefault(unit, 0)
+    return [
+        SectionTime(
+            name,
+            words.get(name, 0),
+            cells[name],
+            words.get(name, 0) / rate + cells[name] * per_cell,
+        )
+        for name in cells
+        if name
+    ]
 
 
 @dataclass(frozen=True)
