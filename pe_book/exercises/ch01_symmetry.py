@@ -11,6 +11,7 @@ from pe_book import attention as attn
 from pe_book import symmetry
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 from pe_book.exercises.policy import float32_note, show
+from pe_book.exercises.secret import seeded
 
 __all__ = [
     "check_attention",
@@ -43,7 +44,7 @@ def check_permutation_matrix(reader: Callable[[Sequence[int]], torch.Tensor]) ->
 
 
 def _attention_cases() -> list[Case]:
-    generator = torch.Generator().manual_seed(1)
+    generator = seeded(1)
     cases = []
     for q_len, k_len, dim, causal, kind in [
         (1, 1, 2, False, "one query, one key"),
@@ -109,7 +110,7 @@ def check_recover_positions(reader: Callable[[torch.Tensor], torch.Tensor]) -> N
 
 def _weights() -> list[tuple[str, torch.Tensor, int]]:
     """(description, weight W with a null space, seq_len): one symmetric W, two that are not."""
-    generator = torch.Generator().manual_seed(2)
+    generator = seeded(2)
     basis = torch.linalg.qr(torch.randn(4, 4, generator=generator, dtype=torch.float64))[0]
     projection = basis[:, :3] @ basis[:, :3].T  # symmetric, rank 3
     tall = torch.randn(4, 3, generator=generator, dtype=torch.float64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -10,12 +11,21 @@ import torch
 from pe_book import taylor
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 from pe_book.exercises.policy import float32_note
+from pe_book.exercises.secret import drawn_args, seeded
 
 __all__ = ["check_circle_solution", "check_diagonal_leak", "check_taylor_terms"]
 
 
+def _readout(a: torch.Tensor, b: torch.Tensor, *, weights: list, w_o: torch.Tensor) -> torch.Tensor:
+    return taylor.attention_readout(a, b, *weights, w_o)
+
+
+def _squared_dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return (a * b).sum() ** 2
+
+
 def _readout_cases() -> list[Case]:
-    generator = torch.Generator().manual_seed(2)
+    generator = seeded(2)
     cases = []
     for d, kind in [
         (1, "d = 1: every block is a number"),
@@ -25,16 +35,14 @@ def _readout_cases() -> list[Case]:
         weights = [torch.randn(d, d, generator=generator, dtype=torch.float64) for _ in range(3)]
         w_o = torch.randn(d, generator=generator, dtype=torch.float64)
 
-        def f(a, b, weights=weights, w_o=w_o):
-            return taylor.attention_readout(a, b, *weights, w_o)
-
+        f = functools.partial(_readout, weights=weights, w_o=w_o)  # picklable: graded mode
         points = [torch.randn(d, generator=generator, dtype=torch.float64) for _ in range(4)]
         cases.append(
             Case((f, *points), f"attention read-out with random weights, d={d}", kind=kind)
         )
     cases.append(
         Case(
-            (lambda a, b: (a * b).sum() ** 2, *[torch.ones(2, dtype=torch.float64)] * 4),
+            (_squared_dot, *[torch.ones(2, dtype=torch.float64)] * 4),
             "f(x_m, x_n) = (x_m·x_n)², all inputs 1",
             kind="a polynomial",
         )
@@ -84,7 +92,7 @@ def check_diagonal_leak(reader: Callable[[float, float], tuple]) -> str:
     p = taylor.circle_solution(20, 0.3).flip(-1)  # (20, 2): (sin mθ, cos mθ)
     m = torch.arange(20, dtype=torch.float64)
     diff, total = (m[:, None] - m[None, :]) * 0.3, (m[:, None] + m[None, :]) * 0.3
-    settings = [(1.0, 0.0), (0.3, -2.0), (1.0, 1.0), (2.5, 0.5)]
+    settings = [(1.0, 0.0), (0.3, -2.0), (1.0, 1.0), (2.5, 0.5), *drawn_args("diagonal_leak")]
     for index, (h1, h2) in enumerate(settings, 1):
         answer = attempt(reader, h1, h2)
         coef_diff, coef_total = (float(c) for c in answer)

@@ -10,6 +10,7 @@ import torch
 from pe_book import sinusoidal
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 from pe_book.exercises.policy import float32_note, whole_number
+from pe_book.exercises.secret import drawn_args
 
 __all__ = [
     "check_base_for_wavelength",
@@ -101,6 +102,7 @@ def check_base_for_wavelength(reader: Callable[[int, float], float]) -> str:
     relative 1e-6, so a mismatch names the wavelength reached, not the base expected.
     """
     targets = [(128, 2 * math.pi * 10000), (8, 1000.0), (512, 60000.0), (64, 1e6)]
+    targets += drawn_args("base_for_wavelength")
     for dim, longest in targets:
         answer = attempt(reader, dim, longest)
         base = float(answer)

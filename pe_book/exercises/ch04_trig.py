@@ -13,6 +13,7 @@ import torch
 from pe_book import sinusoidal
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 from pe_book.exercises.policy import float32_note
+from pe_book.exercises.secret import seeded
 
 __all__ = ["check_bilinear_terms", "check_direction_matrix", "check_shift_matrix"]
 
@@ -90,7 +91,7 @@ def check_bilinear_terms(reader: Callable[[torch.Tensor], tuple]) -> str:
     """Chapter 4: ``reader(w)`` returns (α, β, γ, δ) with, for chapter 2's order
     p = (cos mθ, sin mθ), p_mᵀ A p_n = α cos((m−n)θ) + β sin((m−n)θ) + γ cos((m+n)θ)
     + δ sin((m+n)θ), to within 1e-6 (section 4.3 did the paper's (sin, cos) order)."""
-    generator = torch.Generator().manual_seed(4)
+    generator = seeded(4)
     matrices = [
         ("a random A", torch.randn(2, 2, generator=generator, dtype=torch.float64)),
         ("A = I", torch.eye(2, dtype=torch.float64)),

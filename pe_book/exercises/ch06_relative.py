@@ -8,6 +8,7 @@ import torch
 
 from pe_book import learned, relative, sinusoidal
 from pe_book.exercises.grading import Case, check
+from pe_book.exercises.secret import seeded
 
 __all__ = ["check_relative_indices", "check_similarity_by_offset", "check_t5_bucket"]
 
@@ -83,7 +84,7 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
 
 def check_similarity_by_offset(reader: Callable[[torch.Tensor], torch.Tensor]) -> None:
     """Chapter 6: ``reader(table)`` = mean cos(P_m, P_(m+r)) for r = 0..L-1, to within 1e-6."""
-    generator = torch.Generator().manual_seed(6)
+    generator = seeded(6)
     tables = [
         (torch.randn(5, 3, generator=generator), "a random table, rows of different norms"),
         (torch.randn(40, 16, generator=generator), "a larger random table"),

@@ -10,6 +10,7 @@ from pe_book import decay, rope, sinusoidal
 from pe_book.exercises.ch05_decay import _check_offset_profile
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 from pe_book.exercises.policy import judge
+from pe_book.exercises.secret import seeded
 
 __all__ = ["check_decay_bound", "check_layout_conversion", "check_rope_rotation"]
 
@@ -24,7 +25,7 @@ FLOAT32_ANGLES = (
 def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Chapter 7: ``reader(x, positions)`` rotates x (L, d) with interleaved pairs, to within
     1e-6 (positions reach 30,002: the angles must be float64)."""
-    generator = torch.Generator().manual_seed(7)
+    generator = seeded(7)
     cases = []
     for dim, positions, kind in [
         (4, torch.arange(4), "positions 0..3"),
@@ -54,7 +55,7 @@ def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Ten
 def check_layout_conversion(reader: Callable[[torch.Tensor], torch.Tensor]) -> str:
     """Chapter 7: ``reader(q)`` maps q of a model trained with *half* RoPE to q' that gives
     the same scores under *interleaved* RoPE (to within 1e-6 + a relative 1e-6)."""
-    generator = torch.Generator().manual_seed(8)
+    generator = seeded(8)
     for dim in (8, 2, 64):
         q, k = torch.randn(2, 12, dim, generator=generator, dtype=torch.float64)
         q_new, k_new = attempt(reader, q.clone()), attempt(reader, k.clone())

@@ -11,6 +11,7 @@ from pe_book import alibi
 from pe_book import attention as attn
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 from pe_book.exercises.policy import judge
+from pe_book.exercises.secret import drawn_args
 
 __all__ = ["check_alibi_slopes", "check_decoding_bias", "check_mean_distance"]
 
@@ -50,7 +51,14 @@ def check_decoding_bias(reader: Callable[[int, int, torch.Tensor], torch.Tensor]
     Only entries a query can see (key position <= query position) are compared, to
     within 1e-6.
     """
-    settings = [(3, 3, 4), (1, 1, 1), (1, 6, 2), (2, 9, 3), (4, 10, 8)]
+    settings = [
+        (3, 3, 4),
+        (1, 1, 1),
+        (1, 6, 2),
+        (2, 9, 3),
+        (4, 10, 8),
+        *drawn_args("decoding_bias"),
+    ]
     for q_len, k_len, heads in settings:
         slopes = alibi.alibi_slopes(heads)
         got = attempt(reader, q_len, k_len, slopes.clone())

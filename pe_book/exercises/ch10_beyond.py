@@ -12,6 +12,7 @@ import torch
 from pe_book import cope, kerple, mla, p_rope
 from pe_book.exercises.ch08_context import FLOAT32_FREQUENCIES, RTOL
 from pe_book.exercises.grading import Case, check
+from pe_book.exercises.secret import seeded
 
 __all__ = [
     "check_cope_positions",
@@ -47,7 +48,7 @@ def check_cpd_margin(reader: Callable[[torch.Tensor], Any]) -> None:
     from the centred matrix's (whose eigenvector 1 adds a 0) and from a basis
     e_j - e_last that is not orthonormal.
     """
-    symmetric = torch.randn(7, 7, dtype=F64, generator=torch.Generator().manual_seed(10))
+    symmetric = torch.randn(7, 7, dtype=F64, generator=seeded(10))
     kernels = [
         (
             -torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=F64),
@@ -136,7 +137,7 @@ def check_cope_positions(reader: Callable[[torch.Tensor, torch.Tensor], Any]) ->
     from one that leaves key n out, and gates without the 1/√d or by softmax. Precision
     is not the point: float32 passes.
     """
-    generator = torch.Generator().manual_seed(11)
+    generator = seeded(11)
     shapes = [
         (1, 4, 1.0, "L = 1: one query, one key"),
         (5, 4, 1.0, "a few positions"),

@@ -12,6 +12,7 @@ import torch
 from pe_book import alibi, relative, results, rope, sinusoidal
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 from pe_book.exercises.policy import judge, whole_number
+from pe_book.exercises.secret import seeded, shuffled
 
 __all__ = ["check_cheapest_keeper", "check_extra_context", "check_offset_only"]
 
@@ -56,7 +57,7 @@ def _scored(score: Callable[..., float]) -> Callable[..., float]:
 def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
     """(name, score(q, k, m, n), depends on m - n only?) for chapter 14's exercise."""
     dim = 8
-    generator = torch.Generator().manual_seed(11)
+    generator = seeded(11)
     table = torch.randn(4096, dim, generator=generator, dtype=torch.float64)
     bucket_bias = torch.randn(32, generator=generator, dtype=torch.float64)
     slope = float(alibi.alibi_slopes(4)[0])
@@ -108,7 +109,7 @@ def _review_scores() -> list[tuple[str, Callable[..., float], bool]]:
 def check_offset_only(reader: Callable[[Callable[..., float]], bool]) -> str:
     """Chapter 14: ``reader(score)`` tells whether score(q, k, m, n) depends on m, n only
     through m - n (q, k: float64 vectors of 8 numbers; m, n: integers 0 .. 2000)."""
-    scores = _review_scores()
+    scores = shuffled("offset_only", _review_scores())  # graded: a secret order
     for index, (label, score, expected) in enumerate(scores, start=1):
         got = attempt(reader, _scored(score))
         problem = judge(expected, got)  # numpy booleans are fine

@@ -1,0 +1,171 @@
+"""Graded mode inside the grader's process: secret draws, references, fixed-answer tables.
+
+Every checker is run here on the book's own solution (exec'd from its chapter) and on
+a table of the answers to its fixed cases; pe_book.exercises.graded must know every
+checker, and what it says a checker compares with must be what the checker calls.
+"""
+
+import contextlib
+import io
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from pe_book import exercises
+from pe_book.exercises import graded, notebook, secret
+from pe_book.exercises.grading import ExerciseMismatch
+from pe_book.exercises.shim import _code_keys
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CHECKERS = sorted(
+    name.removeprefix("check_") for name in exercises.__all__ if name.startswith("check_")
+)
+
+
+@pytest.fixture(scope="module")
+def solutions():
+    """{exercise name: the book's solution function}, from every chapter's solution cells."""
+    found = {}
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        if not notebook.exercises(nb):
+            continue
+        namespace: dict = {}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(notebook.source(nb.cells[1]), f"{path.stem}:set-up", "exec"), namespace)
+            for exercise in notebook.exercises(nb):
+                text = notebook.strip_checker_calls(notebook.source(nb.cells[exercise.solution]))
+                with contextlib.suppress(NameError):  # a line printing the chapter's data
+                    exec(compile(text, f"{path.stem}:{exercise.number}", "exec"), namespace)
+                found[exercise.name] = namespace[exercise.function]
+    return found
+
+
+def run(name, reader, seed=None):
+    """The checker's printed verdict; raises ExerciseMismatch on a miss."""
+    printed = io.StringIO()
+    with contextlib.ExitStack() as stack:
+        if seed is not None:
+            stack.enter_context(secret.active(seed))
+        stack.enter_context(contextlib.redirect_stdout(printed))
+        getattr(exercises, f"check_{name}")(reader)
+    return printed.getvalue()
+
+
+def test_graded_mode_knows_every_checker():
+    assert sorted(graded.EXERCISES) == CHECKERS
+    for name, entry in graded.EXERCISES.items():
+        assert entry.draw is not None or entry.fixed, f"{name}: no draw and no reason"
+        for dotted in entry.references:
+            _code_keys(dotted)  # resolves to a function or module of pe_book
+
+
+def test_outside_graded_mode_nothing_changes():
+    assert secret.current() is None
+    assert all(secret.drawn(name) == [] for name in CHECKERS)
+    assert torch.equal(
+        torch.randn(5, generator=secret.seeded(7)),
+        torch.randn(5, generator=torch.Generator().manual_seed(7)),
+    )
+    assert secret.shuffled("offset_only", [1, 2, 3]) == [1, 2, 3]
+    with secret.active(1):
+        assert not torch.equal(
+            torch.randn(5, generator=secret.seeded(7)),
+            torch.randn(5, generator=torch.Generator().manual_seed(7)),
+        )
+    assert secret.current() is None
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_books_solutions_pass_the_secret_cases(solutions, seed):
+    assert len(solutions) >= 40  # every exercise a chapter sets (degradation and
+    # mla_cache_ratio have checkers but no chapter exercise today)
+    for name, solution in solutions.items():
+        verdict = run(name, solution, seed)
+        assert "not attempted" not in verdict and verdict.strip(), name
+        if graded.EXERCISES[name].draw is not None:
+            fixed = run(name, solution)
+            assert fixed != verdict, f"{name}: graded mode ran no drawn case"
+
+
+def _watched_codes(dotted):
+    filename, keys = _code_keys(dotted)
+    return filename, keys
+
+
+def test_each_reference_is_reached_by_its_checker(solutions):
+    for name, solution in solutions.items():
+        references = graded.EXERCISES[name].references
+        if not references:
+            continue
+        wanted = {dotted: _watched_codes(dotted) for dotted in references}
+        reached = set()
+
+        def profile(frame, event, arg, wanted=wanted, reached=reached):
+            if event == "call":
+                code = frame.f_code
+                for dotted, (filename, keys) in wanted.items():
+                    if code.co_filename == filename and (
+                        None in keys or (filename, code.co_firstlineno) in keys
+                    ):
+                        reached.add(dotted)
+
+        sys.setprofile(profile)
+        try:
+            run(name, solution, seed=3)
+        finally:
+            sys.setprofile(None)
+        assert reached == set(references), (
+            f"{name}: the checker never calls {set(references) - reached}"
+        )
+
+
+def _key(value):
+    """A hashable stand-in for a case's arguments (tensors by their values)."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", str(value.dtype), tuple(value.shape), tuple(value.flatten().tolist()))
+    if isinstance(value, list | tuple):
+        return tuple(_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _key(v)) for k, v in value.items()))
+    if callable(value):
+        raise TypeError("a function has no key: answers by call order")
+    return repr(value)
+
+
+def test_a_table_of_the_fixed_answers_fails_in_graded_mode(solutions):
+    """What a student builds by copying the fixed cases' answers (found by running the
+    checker, or read off a reference) passes a reader's checker and fails the grader's."""
+    for name, solution in solutions.items():
+        table, order = {}, []
+
+        def record(*args, solution=solution, table=table, order=order):
+            answer = solution(*args)
+            order.append(answer)
+            with contextlib.suppress(TypeError):
+                table[_key(args)] = answer
+            return answer
+
+        run(name, record)
+        if name == "direction_matrix":  # no inputs: the one right matrix is the answer
+            continue
+
+        def copied_reader(table=table, order=order):
+            calls = iter(range(10**6))
+
+            def copied(*args):
+                index = next(calls)
+                with contextlib.suppress(TypeError):
+                    if _key(args) in table:
+                        return table[_key(args)]
+                return order[index] if index < len(order) else None
+
+            return copied
+
+        verdict = run(name, copied_reader())  # the reader's checker: passes
+        assert verdict.strip() and "not attempted" not in verdict, name
+        with pytest.raises(ExerciseMismatch):
+            run(name, copied_reader(), seed=1)
