@@ -79,7 +79,7 @@ lint: $(STAMP)
 unit: $(STAMP) $(LAB_SETTINGS)
 	$(BIN)/python -m pytest tests -q -n 2
 
-CHAPTERS := notebooks/[0-9][0-9]_*.ipynb notebooks/appendix_*.ipynb
+CHAPTERS := notebooks/[0-9][0-9]_*.ipynb notebooks/appendix_*.ipynb notebooks/instructor_*.ipynb
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
 		-p no:cacheprovider -n 2 --dist loadfile -q $(or $(NB),$(CHAPTERS))

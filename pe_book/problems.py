@@ -188,8 +188,11 @@ _PART = re.compile(r"\n(?=\((?:[a-h]|i{1,3}|iv|v)\) )")
 
 
 def _paragraphs(text: str) -> str:
-    """Each part "(a) ...", "(b) ..." its own paragraph (Markdown joins adjacent lines)."""
-    return re.sub(r"\n{3,}", "\n\n", _PART.sub("\n\n", text))
+    """Each part "(a) ...", "(b) ..." and each display formula ($$ ... $$ on a line of its
+    own) its own paragraph: Markdown joins adjacent lines, and LaTeX then sets a display
+    formula inside a paragraph as text."""
+    text = re.sub(r"(?m)^(\$\$.*\$\$)$", "\n\\1\n", _PART.sub("\n\n", text))
+    return re.sub(r"\n{3,}", "\n\n", text)
 
 
 def _answer(label: str, text: str) -> list[str]:

@@ -22,6 +22,7 @@ the allowance for board work and questions is what makes it a lecturing pace.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ __all__ = [
     "markdown_weights",
     "plans",
     "ranges",
+    "rounded_up",
     "units",
 ]
 
@@ -71,11 +73,6 @@ class Lecture:
     exercises: tuple[str, ...]
     problems: tuple[str, ...]
     given: tuple[str, ...]  # ``teach`` as the data writes it ("3" for the whole chapter)
-
-    @property
-    def chapters(self) -> tuple[int, ...]:
-        """The chapters it teaches from, in order."""
-        return tuple(dict.fromkeys(int(u.split(".")[0]) for u in self.teach))
 
 
 @dataclass(frozen=True)
@@ -155,13 +152,10 @@ def assignments() -> dict[str, Assignment]:
         rubric = tuple((str(c), int(p)) for c, p in entry["rubric"])
         if sum(p for _, p in rubric) != 100 or any(p <= 0 for _, p in rubric):
             raise ValueError(f"assignment {entry['id']}: rubric points must be > 0 and add to 100")
+        text = {key: entry[key] for key in ("id", "title", "hours")}
+        chapters, statement = tuple(entry["chapters"]), entry["statement"].strip()
         found[entry["id"]] = Assignment(
-            entry["id"],
-            entry["title"],
-            tuple(entry["chapters"]),
-            int(entry["hours"]),
-            entry["statement"].strip(),
-            rubric,
+            **text, chapters=chapters, statement=statement, rubric=rubric
         )
     return found
 
@@ -334,9 +328,16 @@ def _homework(lec: Lecture) -> str:
     return "; ".join(text + ([f"pr. {ranges(lec.problems)}"] if lec.problems else []))
 
 
+def rounded_up(minutes: float, step: int = 5) -> int:
+    """Minutes rounded up to a multiple of ``step``: the model is not finer than that, and a
+    table of them does not change with every edit of a chapter's prose."""
+    return step * math.ceil(minutes / step - 1e-9)
+
+
 def markdown_plan(plan: Plan, times: list[LectureTime]) -> str:
-    """Two Markdown tables for a plan: what each lecture teaches and its minutes; then
-    what is run live, read afterwards and set as homework."""
+    """Two Markdown tables for a plan: what each lecture teaches and its minutes (rounded up
+    to 5, the rest of the session rounded down); then what is run live, read afterwards
+    and set as homework."""
     live = demos()
     first = [
         "| # | lecture | teaches | board | min | left |",
@@ -345,9 +346,10 @@ def markdown_plan(plan: Plan, times: list[LectureTime]) -> str:
     second = ["| # | run live | read after | homework |", "| --- | --- | --- | --- |"]
     for lec, t in zip(plan.lectures, times, strict=True):
         board = ", ".join(lec.boards) or "-"
+        total = rounded_up(t.total)
         first.append(
             f"| {lec.number} | {lec.title} | {_teaches(lec)} | {board} |"
-            f" {t.total:.0f} | {t.left:.0f} |"
+            f" {total} | {round(t.total + t.left) - total} |"
         )
         shown = ranges([u for u in lec.teach if u in live]) or "-"
         after = _reading(lec.self_study) or "-"

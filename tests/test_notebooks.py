@@ -14,9 +14,11 @@ from pe_book.lecture import LECTURE_WORDS, prose_words
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))  # the chapters
-#: Every executed page of the book: the chapters and the appendix notebooks (the study in
-#: full); the rules about a chapter's shape, exercises and length apply to chapters only.
+#: Every executed page of the book: the chapters, the appendix notebooks (the study in
+#: full) and the instructor pages (the guide, the written problems); the rules about a
+#: chapter's shape, exercises and length apply to chapters only.
 PAGES = NOTEBOOKS + sorted((ROOT / "notebooks").glob("appendix_*.ipynb"))
+PAGES += sorted((ROOT / "notebooks").glob("instructor_*.ipynb"))
 MACHINE_PATH = re.compile(r"/root/|/tmp/|/home/|/Users/|site-packages/|/work/")
 CHAPTER_SECTIONS = ["## Claims checked", "## Exercises", "## Summary", "## References"]
 # The rules below are the book's; each failure names its rule, its limit, this file, and

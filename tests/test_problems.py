@@ -70,6 +70,16 @@ def test_parts_become_paragraphs_and_sections_can_be_chosen():
     assert "\n\n(b) List them" in text and "\n\n\n" not in text
 
 
+def test_display_formulas_are_paragraphs_of_their_own():
+    """Inside a paragraph, MyST turns $$...$$ into a dollar sign and inline math (the PDF showed
+    nine such formulas as text before render() set them apart)."""
+    text = problems.render()
+    displays = re.findall(r"(?m)^\$\$.*\$\$$", text)
+    assert len(displays) >= 9
+    for formula in displays:
+        assert f"\n\n{formula}\n\n" in text, formula[:40]
+
+
 def data():
     return copy.deepcopy(read_data_toml("problems.toml"))
 

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted(
     (ROOT / "notebooks").glob("appendix_*.ipynb")
 )
+NOTEBOOKS += sorted((ROOT / "notebooks").glob("instructor_*.ipynb"))
 PAPERS = (ROOT / "pe_book" / "data" / "papers.toml").read_text(encoding="utf-8")
 
 #: a decimal, a number with thousands separators, or either followed by %; also an

@@ -250,7 +250,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     paths = [p.resolve() for p in args.notebooks] or sorted(
         NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")
-    ) + sorted(NOTEBOOKS.glob("appendix_*.ipynb"))
+    ) + sorted(NOTEBOOKS.glob("appendix_*.ipynb")) + sorted(NOTEBOOKS.glob("instructor_*.ipynb"))
     for path in paths:
         elapsed, counts = execute(path, refresh=args.refresh)
         summary = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
