@@ -8,8 +8,10 @@ value rounded to the digits it shows. Section and problem references ("problem 1
 "section 12.7") are not numbers.
 """
 
+import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -631,3 +633,25 @@ def test_every_check_belongs_to_a_problem():
 def test_the_number_finder_skips_references_and_reads_separators():
     text = "see problem 11.2 and section 12.7: 65{,}520 rows, 0.25 and 19.3% and 4,096"
     assert stated_numbers(text) == ["65520", "0.25", "19.3%", "4096"]
+
+
+#: Numbers a question quotes from its chapter's stored outputs (the rest of a question's
+#: numbers are data the question sets): problem -> the numbers, as the chapter prints them.
+QUOTED = {"5.3": ["0.6165"], "5.5": ["7.8", "6.9", "5.8"], "6.3": ["4.7", "8.5"]}
+
+
+@pytest.mark.parametrize("label", sorted(QUOTED))
+def test_numbers_a_question_quotes_are_printed_by_its_chapter(label):
+    chapter = int(label.split(".")[0])
+    (path,) = (Path(__file__).parents[1] / "notebooks").glob(f"{chapter:02d}_*.ipynb")
+    outputs = "\n".join(
+        "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for out in cell.get("outputs", [])
+    )
+    question = next(p.question for p in problems.problems() if p.label == label)
+    for number in QUOTED[label]:
+        assert number in question, f"problem {label} no longer quotes {number}"
+        assert re.search(rf"(?<![\d.]){re.escape(number)}(?!\d)", outputs), (
+            f"problem {label} quotes {number}, which {path.name} no longer prints"
+        )
