@@ -136,6 +136,16 @@ def test_for_chapter_and_markdown_table():
     assert "**holds with a caveat** | measured |" in table
 
 
+def test_tables_cite_sources_by_number_never_by_file_name():
+    table = claims.markdown_table(list(claims.registry().values()))
+    for file_name in claims.SOURCES:
+        assert file_name not in table and file_name.split("_")[1] not in table
+    assert "| source 004 |" in table and "| source 001 |" in table
+    papers = [c for c in claims.registry().values() if c.source.startswith("paper:")]
+    assert all(c.source.removeprefix("paper:").strip() in table for c in papers)
+    assert "paper:" not in table
+
+
 def test_markdown_table_can_name_where_each_claim_is_decided():
     claim = claims.get("004-alibi-memory")
     plain = claims.markdown_table([claim]).splitlines()

@@ -353,6 +353,14 @@ def counts(selected: Iterable[Claim] | None = None) -> Counter[tuple[Kind, Verdi
     return Counter((c.kind, c.verdict) for c in chosen)
 
 
+def _source_label(source: str) -> str:
+    """How a table cites a claim's source: "source 004" (the preface lists the sources by
+    number and title; their file names stay out of the book), or the paper named."""
+    if source in SOURCES:
+        return f"source {source[:3]}"
+    return source.removeprefix("paper:").strip()
+
+
 def markdown_table(selected: list[Claim], *, where: bool = False) -> str:
     """The claims as a Markdown table (id, source, claim, verdict, evidence, reason).
 
@@ -366,7 +374,8 @@ def markdown_table(selected: list[Claim], *, where: bool = False) -> str:
         header += " decided in |"
     rows = [header, "|" + " --- |" * header.count(" |")]
     for c in selected:
-        cells = [f"`{c.id}`", f"`{c.source}`", c.claim, f"**{c.verdict}**", str(c.kind), c.reason]
+        source = _source_label(c.source)
+        cells = [f"`{c.id}`", source, c.claim, f"**{c.verdict}**", str(c.kind), c.reason]
         if where:
             cells.append(f"chapter {int(c.chapter)}, {c.section}")
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
