@@ -147,7 +147,7 @@ screenshot: $(STAMP)
 	$(BIN)/python tools/book.py screenshot $(foreach page,$(PAGE),--page $(page))
 
 slides: $(STAMP)
-	$(BIN)/python tools/decks.py build
+	$(BIN)/python tools/decks.py build --jobs $(or $(JOBS),2)
 
 .PHONY: browser-check check-lock
 

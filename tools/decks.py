@@ -1,6 +1,6 @@
 """Lecture decks: one reveal.js deck per lecture of the preface's plan, built offline.
 
-    python tools/decks.py build [slides/07_rope.md ...] [--out DIR]       (make slides)
+    python tools/decks.py build [slides/07_rope.md ...] [--out DIR] [--jobs N]   (make slides)
     python tools/decks.py check [slides/07_rope.md ...] [--out DIR]       measure every slide
     python tools/decks.py screenshot [slides/07_rope.md ...] [--out DIR]  one PNG per slide
 
@@ -56,6 +56,9 @@ TEMPLATE = Path(__file__).resolve().parent / "slides_template" / "deck.html.j2"
 REVEAL = "reveal.js@4.6.1"
 #: the canvas reveal.js lays every slide out on (16:9), and the screen the checks use
 WIDTH, HEIGHT = 1280, 720
+#: a slide holds a sentence, a short cell or a figure: at most this many words of prose
+#: (a formula counts as one word; code, outputs and figures are not prose)
+WORDS = 40
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 HEADING = re.compile(r"^#{1,2} ")
 NOTE = re.compile(r"^Note:\s*")
@@ -158,12 +161,19 @@ def _code(source: str) -> str:
 
 
 def _outputs(cell: nbformat.NotebookNode) -> list[str]:
-    shown = []
+    shown: list[str] = []
+    previous = None
     for out in cell.get("outputs", []):
         if out.output_type == "stream":
             kind = "stderr" if out.name == "stderr" else "output"
-            shown.append(f'<pre class="{kind}">{html.escape(out.text.rstrip())}</pre>')
+            text = html.escape(out.text.rstrip("\n"))
+            if previous == kind:  # the kernel flushes one cell's prints in chunks
+                shown[-1] = shown[-1][: -len("</pre>")] + "\n" + text + "</pre>"
+            else:
+                shown.append(f'<pre class="{kind}">{text}</pre>')
+            previous = kind
             continue
+        previous = None
         data = out.get("data", {})
         if "image/png" in data:
             shown.append(f'<img class="figure" src="data:image/png;base64,{data["image/png"]}">')
@@ -259,22 +269,31 @@ def _index(built: list[tuple[Path, int]]) -> str:
     )
 
 
-def build(paths: list[Path], out: Path = OUT) -> list[Path]:
-    """Execute and render each deck into ``out``; returns the HTML pages written."""
+def _build_one(path: Path, out: Path) -> tuple[Path, int]:
+    start = time.perf_counter()
+    notebook = read_deck(path)
+    execute(notebook)
+    nbformat.write(notebook, out / f"{path.stem}.ipynb")
+    page = out / f"{path.stem}.html"
+    page.write_text(render(notebook, path.stem), encoding="utf-8")
+    count = len(slides_of(notebook))
+    print(f"{page}: {count} slides, {time.perf_counter() - start:.1f} s", flush=True)
+    return page, count
+
+
+def build(paths: list[Path], out: Path = OUT, jobs: int = 1) -> list[Path]:
+    """Execute and render each deck into ``out``, ``jobs`` kernels at a time.
+
+    Returns the HTML pages written, in the order of ``paths``. A deck whose code
+    fails stops the build with nbclient's error, which names the cell.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     out.mkdir(parents=True, exist_ok=True)
     _fetch_reveal(out / "reveal.js")
     _copy_mathjax(out / "mathjax")
-    built = []
-    for path in paths:
-        start = time.perf_counter()
-        notebook = read_deck(path)
-        execute(notebook)
-        nbformat.write(notebook, out / f"{path.stem}.ipynb")
-        page = out / f"{path.stem}.html"
-        page.write_text(render(notebook, path.stem), encoding="utf-8")
-        count = len(slides_of(notebook))
-        built.append((page, count))
-        print(f"{page}: {count} slides, {time.perf_counter() - start:.1f} s", flush=True)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # each deck: its own kernel
+        built = list(pool.map(lambda path: _build_one(path, out), paths))
     if paths == decks():
         (out / "index.html").write_text(_index(built), encoding="utf-8")
     return [page for page, _ in built]
@@ -313,14 +332,19 @@ MEASURE = r"""
     const problems = [];
     const where = (e) => {
       const text = (e.innerText || e.getAttribute("alt") || e.tagName).trim();
-      return e.tagName.toLowerCase() + " '" + text.slice(0, 40).replace(/\s+/g, " ") + "'";
+      const start = Array.from(text).slice(0, 40).join("");  // whole characters
+      return e.tagName.toLowerCase() + " '" + start.replace(/\s+/g, " ") + "'";
     };
     const inCanvas = (r) => ({
       left: (r.left - canvas.left) / scale, right: (r.right - canvas.left) / scale,
       top: (r.top - canvas.top) / scale, bottom: (r.bottom - canvas.top) / scale,
     });
-    const shown = [...slide.querySelectorAll("*")].filter(e => !e.closest("aside.notes"));
+    // screen-reader copies of formulas are drawn nowhere: leave them out
+    const shown = [...slide.querySelectorAll("*")]
+      .filter(e => !e.closest("aside.notes, mjx-assistive-mml"));
+    const reported = new Set();  // one line for the outermost element that leaves
     for (const e of [slide, ...shown]) {
+      if (reported.has(e.parentElement)) { reported.add(e); continue; }
       const r = e.getBoundingClientRect();
       if (r.width === 0 && r.height === 0) continue;
       const c = inCanvas(r);
@@ -331,7 +355,10 @@ MEASURE = r"""
       if (c.top < -1) out.push(`${Math.round(-c.top)} px above`);
       if (c.left < -1) out.push(`${Math.round(-c.left)} px left`);
       if (r.bottom > innerHeight + 1 || r.right > innerWidth + 1) out.push("off screen");
-      if (out.length) problems.push(`out: ${where(e)} ${out.join(", ")}`);
+      if (out.length) {
+        problems.push(`out: ${where(e)} ${out.join(", ")}`);
+        reported.add(e);
+      }
     }
     for (const e of slide.querySelectorAll("pre, mjx-container[display], table")) {
       if (e.closest("aside.notes")) continue;
@@ -413,7 +440,15 @@ def problems(measured: dict[str, dict]) -> list[str]:
             lines.append(f"{deck}: {seen['error']}")
             continue
         for slide in seen["slides"]:
-            lines += [f"{deck} slide {slide['slide']}: {p}" for p in slide["problems"]]
+            found = list(slide["problems"])
+            if slide["proseWords"] > WORDS:
+                found.append(
+                    f"{slide['proseWords']} words of prose (at most {WORDS}:"
+                    " move the rest to the speaker notes)"
+                )
+            if not slide["notesWords"]:
+                found.append("no speaker notes (a 'Note:' line)")
+            lines += [f"{deck} slide {slide['slide']}: {p}" for p in found]
     return lines
 
 
@@ -443,13 +478,16 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("build", "check", "screenshot"):
         print(__doc__)
         return 2
-    command, args, out = argv[0], argv[1:], OUT
+    command, args, out, jobs = argv[0], argv[1:], OUT, 1
     if "--out" in args:
         at = args.index("--out")
         out, args = Path(args[at + 1]).resolve(), args[:at] + args[at + 2 :]
+    if "--jobs" in args:
+        at = args.index("--jobs")
+        jobs, args = int(args[at + 1]), args[:at] + args[at + 2 :]
     paths = decks(args)
     if command == "build":
-        build(paths, out)
+        build(paths, out, jobs=jobs)
         return 0
     pages = [out / f"{p.stem}.html" for p in paths]
     missing = [p.name for p in pages if not p.is_file()]
