@@ -20,7 +20,7 @@ import pytest
 import sympy as sp
 import torch
 
-from pe_book import alibi, exhibits, relative, rope, sinusoidal, symbolic
+from pe_book import alibi, exhibits, relative, rope, rope_scaling, sinusoidal, symbolic
 from pe_book.claims import Kind, get, registry, run
 from pe_book.claims import rope as rope_evidence
 from pe_book.claims import study as study_evidence
@@ -65,6 +65,11 @@ def reversed_pairs(seq_len: int, dim: int) -> torch.Tensor:
     """The paper's table with its pairs in reverse order: the slowest pair first."""
     table = sinusoidal.sinusoidal_table(seq_len, dim, dtype=torch.float64)
     return table.view(seq_len, dim // 2, 2).flip(1).reshape(seq_len, dim)
+
+
+def base_1e8_table(seq_len: int, dim: int) -> torch.Tensor:
+    """The paper's table with b = 10^8: the upper half turns at least 100 times slower."""
+    return sinusoidal.sinusoidal_table(seq_len, dim, 1e8, dtype=torch.float64)
 
 
 def wrapped_distances(offsets: torch.Tensor) -> torch.Tensor:
@@ -123,6 +128,11 @@ def clipped_buckets(offsets: torch.Tensor) -> torch.Tensor:
 
 def rope_with_squared_positions(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return rope.apply_rope(x, positions**2 % 100_003)
+
+
+def corrected_chord_bound(coefficients: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Theorem 2.1 with the constant its proof supports, Σθ_i²/2 (section 8.3): it holds."""
+    return rope_scaling.interpolation_bound(coefficients, positions, rule="corrected")
 
 
 def log_bias(q_len: int, k_len: int, slopes: torch.Tensor) -> torch.Tensor:
@@ -225,7 +235,10 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     "003-question-code": [lambda: {"table": fixed_answer1}],
     "003-answer1-code": [lambda: {"table": fixed_answer1}],
     "003-answer2-frequency-range": [lambda: {"frequencies": question_indexing}],
-    "003-answer2-high-dims-insensitive": [lambda: {"table": reversed_pairs}],
+    "003-answer2-high-dims-insensitive": [
+        lambda: {"table": reversed_pairs},
+        lambda: {"table": base_1e8_table},  # the upper half still: no caveat
+    ],
     "000-component-identities": [
         lambda: {"identities": odd_identity_with_wrong_sign()},
         lambda: {"table": stretched_cos},
@@ -247,6 +260,7 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     "001-alibi-linear-bias": [lambda: {"bias": log_bias}],
     "001-alibi-simple": [lambda: {"bias": symmetric_bias}],
     "004-alibi-penalty-form": [lambda: {"slopes": arithmetic_slopes}],
+    "chen2023-theorem-2.1": [lambda: {"bound": corrected_chord_bound}],
     "004-alibi-head-reach": [lambda: {"slopes": equal_slopes}],
     "004-sinusoidal-poor": [lambda: {"runs": runs_with(sinusoidal="alibi")}],
     "001-sinusoidal-degrades": [lambda: {"runs": runs_with(sinusoidal="alibi")}],

@@ -50,3 +50,38 @@ def dynamic_scale(frequencies: DynamicFrequencies = pe_book_dynamic) -> Finding:
             f" {divided[example]:.3g}, not 4, for κ = {example:g}"
         )
     return Finding(holds=True, shown=shown, caveat=caveat)  # the paper's own definition
+
+
+#: (h_i, positions s) -> a bound on |a(s) - a_linear(s)| between the neighbouring integers.
+ChordBound = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def theorem_bound(coefficients: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Chen et al.'s Theorem 2.1 as stated: d·max|h_i|·(s − s1)(s2 − s)/(8 ln b), b = 10^4."""
+    return rope_scaling.interpolation_bound(coefficients, positions, rule="paper")
+
+
+@evidence("chen2023-theorem-2.1")
+def interpolation_theorem(bound: ChordBound = theorem_bound) -> Finding:
+    """The theorem's inequality tried on equal coefficients h_i = 1 (q = k) at s = 1/2.
+
+    The statement is for any complex h_i, so one case above the bound decides it; the
+    case is the one the proof's inequality (b^x <= 1 + x ln b, which holds the other way
+    round) gets wrong: equal h_i, where |a''| = max|h_i|·Σθ_i² is reached.
+    """
+    middle = torch.tensor([0.5], dtype=torch.float64)
+    rows = {}
+    for dim in (16, 64, 128, 512):
+        equal = torch.ones(dim // 2, dtype=torch.complex128)  # h_i = 1
+        gap = float(rope_scaling.interpolation_gap(equal, middle)[0])
+        rows[dim] = (gap, float(bound(equal, middle)[0]))
+    exceeded = [dim for dim, (gap, limit) in rows.items() if gap > limit]
+    return Finding(
+        holds=not exceeded,
+        shown=(
+            "h_i = 1 (q = k), b = 10^4, s = 1/2 (s1 = 0, s2 = 1): |a − a_linear| against the"
+            " bound: "
+            + ", ".join(f"d = {d}: {gap:.4f} vs {limit:.4f}" for d, (gap, limit) in rows.items()),
+            f"above the bound for d = {', '.join(map(str, exceeded)) or 'none'}",
+        ),
+    )
