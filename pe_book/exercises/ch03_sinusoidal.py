@@ -72,7 +72,8 @@ def _turning_pairs(seq_len: int, dim: int, base: float) -> int:
 
 def check_turning_pairs(reader: Callable[[int, int, float], int]) -> None:
     """Chapter 3: ``reader(seq_len, dim, base)``: how many pairs turn through at least one
-    full turn between positions 0 and seq_len - 1 (an exact count)."""
+    full turn between positions 0 and seq_len - 1 (an exact count, which needs float64:
+    one case puts a wavelength 0.0027 below L - 1)."""
     settings = [
         (2048, 128, 10000.0, "a typical context"),
         (7, 8, 10000.0, "λ_0 = 2π lies between L - 1 and L"),
@@ -80,6 +81,9 @@ def check_turning_pairs(reader: Callable[[int, int, float], int]) -> None:
         (8192, 128, 500000.0, "Llama 3's base"),
         (100_000, 512, 10000.0, "every pair but the slowest few"),
         (64, 16, 100.0, "a small base"),
+        # λ_247 = 1,980,593.9973: 0.0027 below L - 1, which float32 frequencies cannot
+        # resolve (their relative error, 6e-8, is 0.12 positions here); float64's is 1e-10
+        (1_980_595, 512, 500000.0, "a wavelength just below L - 1: float32 frequencies miscount"),
     ]
     cases = [
         Case(args, f"seq_len={args[0]}, dim={args[1]}, base={args[2]:g}", kind=kind)

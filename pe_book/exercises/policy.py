@@ -16,16 +16,17 @@ The preface (chapter 0) states the policy; the exercises of chapters 1 on use it
   exercise's reason (a checker's ``float32=`` sentence), e.g. "form the angles in
   float64: positions reach 2,000 here, where float32 angles are off by 1e-4"
   (:func:`float32_note`).
-- **Messages point, never answer.** A mismatch names the first index that misses with
-  the largest error (:func:`judge`) and shows the reader's answer by its shape and dtype
-  (:func:`show`); it never prints the expected values. How a tolerance reads in the
-  verdict: :func:`tolerance_text`.
+- **Messages point, never answer.** A mismatch names the first index that misses and
+  the decade of the largest error, never its digits (:func:`judge`), and shows the
+  reader's answer by its shape and dtype (:func:`show`); it never prints the expected
+  values. How a tolerance reads in the verdict: :func:`tolerance_text`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,13 @@ FLOAT32_DEFAULT = (
     "float32 keeps about 7 significant digits (u = 2^-24, about 6e-8), fewer than this"
     " exercise's tolerance needs: compute in float64"
 )
+
+#: What a 16-bit answer's note says when the checker gives no reason of its own: its own
+#: precision, not float32's (float32 may well be enough for the exercise).
+_SIXTEEN_BIT = {
+    "float16": "float16 keeps about 3 significant digits (u = 2^-11, about 5e-4)",
+    "bfloat16": "bfloat16 keeps about 2 significant digits (u = 2^-8, about 4e-3)",
+}
 
 #: An answer held in one of these dtypes is named when it misses.
 _LOW_PRECISION = {
@@ -74,6 +82,27 @@ def _number(x: float) -> str:
         return f"{x:.2g}"
     mantissa, exponent = f"{x:.1e}".split("e")
     return f"{mantissa.removesuffix('.0')}e{int(exponent)}"
+
+
+def _decade(x: float) -> str:
+    """An error as a miss reports it: its decade ("between 1e-8 and 1e-7"), never its digits.
+
+    Two digits would give the answer away: your answer plus or minus a 2-digit error
+    lands within the tolerance when the error is a few dozen times it.
+    """
+    if x <= 0 or not math.isfinite(x):
+        return str(x)
+    power = Decimal(x).adjusted()  # exact, from huge to subnormal: 10^power <= x < 10^(power+1)
+    return f"between {_power_of_ten(power)} and {_power_of_ten(power + 1)}"
+
+
+def _power_of_ten(power: int) -> str:
+    """10^power as the messages print it, written out, never computed: 0.001, 1, 1,000, 1e6."""
+    if 0 <= power <= 5:
+        return f"{10**power:,}"
+    if -3 <= power < 0:
+        return "0." + "0" * (-power - 1) + "1"
+    return f"1e{power}"
 
 
 def tolerance_text(atol: float, rtol: float) -> str:
@@ -178,6 +207,11 @@ def float32_note(answer: Any, expected: Any, because: str | None = None) -> str 
     """
     name = _dtype_name(answer)
     if name is not None:
+        if because is None and name in _SIXTEEN_BIT:
+            because = (
+                f"{_SIXTEEN_BIT[name]}, fewer than this exercise's tolerance needs: compute in"
+                " float64"
+            )
         return f"Your answer is {name}, the likely cause: {because or FLOAT32_DEFAULT}."
     try:
         rounded = _float32_valued(_values(answer), _values(expected))
@@ -251,7 +285,7 @@ def judge(
         if isinstance(expected, int | np.integer):
             return f"your answer {show(got)} is not this case's answer"
         size = (
-            f"off by a relative {_number(error / scale)}"
+            f"off by a relative error {_decade(error / scale)}"
             if error / scale <= 1e-3
             else "more than 0.1% off"
         )
@@ -278,14 +312,15 @@ def judge(
         return None
     index = tuple(int(i) for i in bad.nonzero()[0])
     where = f"index {list(index)}" + (f" ({locate(index)})" if locate else "")
-    worst = float(error[bad].nan_to_num(nan=math.inf).max())
-    largest = "NaN (your answer holds NaN)" if bool(error[bad].isnan().any()) else _number(worst)
     problem = (
         f"{int(bad.sum()):,} of {bad.numel():,} entries miss ({_tolerance_phrase(atol, rtol)});"
-        f" the first at {where}; the largest error is {largest}"
+        f" the first at {where}"
     )
     if want.dtype == torch.bool:
-        return problem
+        return problem  # True/False entries have no size of error
+    worst = float(error[bad].nan_to_num(nan=math.inf).max())
+    largest = "NaN (your answer holds NaN)" if bool(error[bad].isnan().any()) else _decade(worst)
+    problem += f"; the largest error is {largest}"
     note = None
     if worst <= _ROUNDING_SCALE * max(1.0, float(want.abs().max())) or _dtype_name(got) in (
         "float16",
