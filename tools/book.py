@@ -118,6 +118,11 @@ def has_math(stem: str) -> bool:
     return any(re.search(r"\$|\\begin\{", code.sub("", text)) for text in texts)
 
 
+def _straight(text: str) -> str:
+    """``text`` with typographic quotes made straight (Sphinx's smartquotes curl them)."""
+    return text.translate(str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"'}))
+
+
 def check(html_dir: Path = HTML) -> list[str]:
     """Every problem found in the built book (empty list: all good)."""
     problems: list[str] = []
@@ -146,7 +151,8 @@ def check(html_dir: Path = HTML) -> list[str]:
     for stem in sorted(set(toc_pages()) - set(toc_chapters())):  # the appendices (.md)
         page = html_dir / f"{stem}.html"
         title = page_title(stem)
-        if not page.is_file() or title not in html.unescape(page.read_text(encoding="utf-8")):
+        text = html.unescape(page.read_text(encoding="utf-8")) if page.is_file() else ""
+        if not page.is_file() or _straight(title) not in _straight(text):
             problems.append(f"appendix {stem}: no page {page.name} with its title {title!r}")
     for stem in toc_chapters():
         page = html_dir / f"{stem}.html"
@@ -159,7 +165,7 @@ def check(html_dir: Path = HTML) -> list[str]:
         heading_text = (
             html.unescape(re.sub(r"<[^>]+>", "", heading.group(1))).strip() if heading else ""
         )
-        if title not in heading_text:
+        if _straight(title) not in _straight(heading_text):  # Sphinx curls the quotes
             problems.append(
                 f"chapter {stem}: title {title!r} not in its page's <h1> ({heading_text!r})"
             )
