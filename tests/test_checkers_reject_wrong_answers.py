@@ -418,7 +418,10 @@ ALSO_RIGHT = {
     ],
     "similarity_by_offset": [("float32", lambda t: learned_float32(t))],
     "alibi_slopes": [("float32", lambda n: torch.tensor(_slopes(n), dtype=torch.float32))],
-    "decoding_bias": [("float32", lambda *a: _decoding(*a).float())],
+    "decoding_bias": [
+        ("float32", lambda *a: _decoding(*a).float()),
+        ("a NumPy array", lambda *a: _decoding(*a).numpy()),
+    ],
     "mean_distance": [("a NumPy float", lambda s, m: np.float64(_mean_distance(s, m)))],
     "perplexity": [("a float32 0-d tensor", lambda losses: torch.tensor(losses).mean().exp())],
 }
@@ -558,6 +561,7 @@ WRONG = {
         ("no KV offset", lambda q, k, s: _decoding(q, k, s, start=0)),
         ("the sign flipped", lambda q, k, s: _decoding(q, k, s, sign=1)),
         ("one head only", lambda q, k, s: _decoding(q, k, s)[0]),
+        ("float16, exact only for power-of-two slopes", lambda *a: _decoding(*a).half()),
     ],
     "mean_distance": [
         ("the limit 1/(e^s - 1)", lambda s, m: _mean_distance(s, m, rule="limit")),

@@ -13,6 +13,10 @@
   checker with OverflowError, 1e22 printed 23 digits of binary noise, and a True/False
   miss was told its "largest error is between 1 and 10". The decade is now read exactly
   (Decimal's exponent) and written out, and a True/False miss names no error size.
+- Exercise 9.2 accepted a float16 bias: every slope of its cases (1 to 8 heads) was a
+  power of two, exact in float16 at those lengths. A 16-head case now catches it, and
+  the answer is judged in its own dtype so the miss names float16; a NumPy array is
+  judged like a tensor instead of "expected shape (4, 3, 3), got ndarray".
 """
 
 from __future__ import annotations
@@ -105,3 +109,23 @@ def test_a_decade_is_exact_from_huge_to_subnormal_errors(error, decade):
 def test_a_true_false_miss_names_no_size_of_error():
     message = judge(torch.tensor([True, False]), torch.tensor([False, False]))
     assert message.endswith("the first at index [0]") and "error" not in message
+
+
+def _decoding(q_len, k_len, slopes):
+    m = torch.arange(k_len - q_len, k_len, dtype=torch.float64)[:, None]
+    return -slopes[:, None, None] * (m - torch.arange(k_len, dtype=torch.float64))
+
+
+def test_a_16_bit_decoding_bias_misses_and_is_named():
+    # every slope of 1 to 8 heads is a power of two, so s_h (m - n) is exact in float16 at
+    # short lengths; 16 heads' 2^(-h/2) are not
+    with pytest.raises(ExerciseMismatch, match=r"16 heads.*Your answer is float16"):
+        _check("decoding_bias", lambda *args: _decoding(*args).half())
+    _check("decoding_bias", lambda *args: _decoding(*args).float())  # float32 is enough
+
+
+def test_a_decoding_bias_as_a_numpy_array_is_judged_like_a_tensor(capsys):
+    _check("decoding_bias", lambda *args: _decoding(*args).numpy())
+    assert "all 6 cases agree" in capsys.readouterr().out
+    with pytest.raises(ExerciseMismatch, match=r"expected a tensor of shape \(4, 3, 3\), got"):
+        _check("decoding_bias", lambda *args: _decoding(*args).tolist())

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from pe_book import alibi
 from pe_book import attention as attn
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
-from pe_book.exercises.policy import judge
+from pe_book.exercises.policy import judge, show
 from pe_book.exercises.secret import drawn_args
 
 __all__ = ["check_alibi_slopes", "check_decoding_bias", "check_mean_distance"]
@@ -57,20 +58,25 @@ def check_decoding_bias(reader: Callable[[int, int, torch.Tensor], torch.Tensor]
         (1, 6, 2),
         (2, 9, 3),
         (4, 10, 8),
+        (3, 20, 16),  # slopes 2^(-h/2): a 16-bit bias misses (the others are powers of two)
         *drawn_args("decoding_bias"),
     ]
     for q_len, k_len, heads in settings:
         slopes = alibi.alibi_slopes(heads)
         got = attempt(reader, q_len, k_len, slopes.clone())
+        if isinstance(got, np.ndarray) and got.dtype.kind == "f":
+            got = torch.from_numpy(got)  # an array is as good as a tensor
         expected = alibi.alibi_bias(q_len, k_len, slopes)
         where = f"q_len={q_len}, k_len={k_len}, {heads} heads"
         if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            raise ExerciseMismatch(f"{where}: expected shape {tuple(expected.shape)}, got {shape}")
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else show(got)
+            raise ExerciseMismatch(
+                f"{where}: expected a tensor of shape {tuple(expected.shape)}, got {shape}"
+            )
         visible = attn.causal_mask(q_len, k_len)  # the entries compared; the rest set to 0
         problem = judge(
             expected.masked_fill(~visible, 0.0),
-            got.detach().double().masked_fill(~visible, 0.0),
+            got.detach().masked_fill(~visible, 0),  # in its own dtype, which a miss names
             atol=1e-6,
             locate=lambda index, start=k_len - q_len: (
                 f"head {index[0] + 1}, query m = {start + index[1]}, key n = {index[2]}"
