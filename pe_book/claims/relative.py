@@ -53,7 +53,7 @@ def step_flops(position: str) -> int:
         torch.manual_seed(0)
         model = CharLM(ModelConfig(position, vocab_size=len(data.VOCAB)))
         tokens = torch.randint(0, len(data.VOCAB), (2, 64))
-    with FlopCounterMode(display=False) as counter:
+    with torch.enable_grad(), FlopCounterMode(display=False) as counter:
         logits = model(tokens)
         nn.functional.cross_entropy(logits.flatten(0, 1), tokens.flatten()).backward()
     return int(counter.get_total_flops())
