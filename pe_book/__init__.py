@@ -79,6 +79,8 @@ The book around the code
 - ``pe_book.glossary``      the bilingual glossary (ch. 14)
 - ``pe_book.exercises``     the exercise checkers: a grading framework and one module per
                             chapter (``pe_book.exercises.ch01_symmetry`` ... ``.ch14_review``)
+- ``pe_book.grade``         grades submitted chapters in fresh kernels, comparing outside the
+                            student's process (``python -m pe_book grade``; ch. 01-14)
 - ``pe_book.plotting``      the book's figure style and its recurring figures, drawn from arrays
 - ``pe_book.reading``       shows readers the code a chapter relies on (ch. 02)
 - ``pe_book.seed``          deterministic cells

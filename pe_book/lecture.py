@@ -70,10 +70,18 @@ def _cells(path: Path) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))["cells"]
 
 
+def _spoken(text: str) -> str:
+    """Markdown without what is not read out: display math, and HTML comments (the
+    solution markers of pe_book.exercises.notebook, invisible on the page)."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    return re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+
+
 def prose_words(path: Path) -> int:
-    """Words of a chapter's Markdown up to its References, display math ($$...$$) left out."""
+    """Words of a chapter's Markdown up to its References, display math ($$...$$) and HTML
+    comments left out."""
     text = "\n".join("".join(c["source"]) for c in _cells(path) if c["cell_type"] == "markdown")
-    text = re.sub(r"\$\$.*?\$\$", " ", text.split("## References")[0], flags=re.S)
+    text = _spoken(text.split("## References")[0])
     return len(text.split())
 
 
@@ -149,7 +157,7 @@ def section_times(
             live = shown and not past_exercises
             cells[unit] = cells.get(unit, 0) + (cell["cell_type"] == "code" and live)
             continue
-        text = re.sub(r"\$\$.*?\$\$", " ", "".join(cell["source"]), flags=re.S)
+        text = _spoken("".join(cell["source"]))
         for line in text.splitlines():
             heading = _HEADING.match(line)
             if heading and heading.group(1) == "References":

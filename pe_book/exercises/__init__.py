@@ -33,7 +33,16 @@ module                              chapter
 :mod:`~.ch12_cost`                  12, what position costs
 :mod:`~.ch14_review`                14, review
 :mod:`~.ch13_models`                13, position in today's open models
+:mod:`~.secret`                     graded mode: inputs from a secret seed
+:mod:`~.graded`                     graded mode: each exercise's references, draws
+:mod:`~.notebook`                   the exercises in a notebook; student edition
+:mod:`~.remote`                     a submission's kernel, called from the grader
+:mod:`~.shim`                       the grader's side inside that kernel
+:mod:`~.wire`                       answers as plain data across the boundary
 ==================================  =========================================
+
+``python -m pe_book grade`` (:mod:`pe_book.grade`) runs these same checkers on a
+submitted notebook's functions, called in the submission's own kernel.
 
 Every reference a checker compares with is a public function of the package
 (``alibi.mean_distance``, ``results.degradation``, ``evaluation.perplexity``, ...);

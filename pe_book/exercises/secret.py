@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 if TYPE_CHECKING:
-    from pe_book.exercises.grading import Case
+    from pe_book.exercises import grading
 
 __all__ = ["DRAWN", "active", "current", "drawn", "drawn_args", "rng", "seeded", "shuffled"]
 
@@ -79,7 +79,7 @@ def drawn_args(name: str) -> list[tuple[Any, ...]]:
     return [draw.args for draw in _draws(name)]
 
 
-def drawn(name: str) -> list[Case]:
+def drawn(name: str) -> list[grading.Case]:
     """Cases drawn for exercise ``name`` from the secret ([] outside graded mode)."""
     from pe_book.exercises.grading import Case
 
