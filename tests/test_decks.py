@@ -43,10 +43,7 @@ CODE_LINES = 15
 CODE_COLUMNS = 79  # slides/ruff.toml, as in the chapters: 79 columns of 22 px code, 1,047 px
 SLIDES_PER_DECK = range(15, 26)  # a 90-minute lecture, with time for exercises
 #: lectures of the plan that have no deck yet, and why
-NO_DECK_YET = {
-    "13": "chapter 13 (position in today's open models) is being written; its deck comes with it",
-    "14": "the review becomes chapter 14 when chapter 13 lands; its deck comes with it",
-}
+NO_DECK_YET: dict[str, str] = {}  # every lecture has its deck today
 
 
 def lectures() -> list[str]:
