@@ -71,7 +71,7 @@ _SLIDE_STYLE = {
 
 
 def use_slide_style() -> None:
-    """The book's style at projection size, for the lecture decks of chapters 1 to 12.
+    """The book's style at projection size, for the lecture decks (slides/).
 
     A figure is drawn at the pixel size the deck shows it (no scaling in the
     browser): 100 dpi on a 1280x720 canvas, default 11.8 x 4.6 inches, fonts
