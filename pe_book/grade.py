@@ -6,9 +6,10 @@ The exercises of chapters 1-14, graded the way a course needs them graded::
     python -m pe_book grade --batch submitted/ --out grades/   # grades.csv, grades.json
 
 Each submission (a chapter notebook, usually from the student edition) runs in a
-fresh kernel (:class:`~pe_book.exercises.remote.Session`: its set-up cell and
-Exercises section, ``--whole`` for every cell; solution cells skipped; a time limit
-per cell and per call). Then every exercise of the book's chapter is graded by its
+fresh kernel (:class:`~pe_book.exercises.remote.Session`: the book's own set-up cell,
+as nbgrader restores locked cells, then the submission's Exercises section, or every
+other cell with ``--whole``; solution cells skipped; a time limit per cell and per
+call). Then every exercise of the book's chapter is graded by its
 own checker in this process, with the student's function reached through the
 kernel: the comparison, the references and the expected values never enter the
 student's process. Inputs are the checker's fixed cases plus cases drawn from a
@@ -20,8 +21,9 @@ One row per student and exercise: status ``pass``, ``fail``, ``not attempted`` o
 (points come from the book's stub cells, never from the submission), the checker's
 message (what is wrong, without expected values) and marks that set the points to
 0: the function reached the exercise's reference or a checker's code while graded,
-switched off the grader's watch, is the book's own solution, or the submission holds
-the book's solution cell. Exit codes: 0 graded (whatever the grades), 1 with
+switched off the grader's watch, started a process or read the package's source
+while graded (:mod:`~pe_book.exercises.shim`), is the book's own solution, or the
+submission holds the book's solution cell. Exit codes: 0 graded (whatever the grades), 1 with
 ``--strict`` when any exercise did not pass cleanly, 2 bad arguments.
 """
 
@@ -81,6 +83,7 @@ class Chapter:
     stem: str
     exercises: list[notebook.Exercise]
     solutions: dict[str, str]  # exercise name -> the solution cell's source
+    setup: list[str]  # the set-up cells' sources (run in place of the submission's)
 
 
 def load_book(book: Path) -> dict[str, Chapter]:
@@ -95,7 +98,12 @@ def load_book(book: Path) -> dict[str, Chapter]:
                 for ex in found
                 if ex.solution is not None
             }
-            chapters[path.stem] = Chapter(path.stem, found, solutions)
+            setup = [
+                notebook.source(cell)
+                for cell, section in zip(nb.cells, notebook.sections(nb), strict=True)
+                if cell.cell_type == "code" and section == "set-up"
+            ]
+            chapters[path.stem] = Chapter(path.stem, found, solutions, setup)
     return chapters
 
 
@@ -126,18 +134,34 @@ def _solutions_in(nb: Any, chapter: Chapter) -> dict[int, str]:
     return found
 
 
-def _definition(cells: list[tuple[int, str]], function: str) -> str | None:
-    """ast.dump of the last ``def function`` in the cells run, or None."""
-    found = None
-    for _, text in cells:
+def _definition(cells: list[tuple[int, str]], function: str) -> tuple[str | None, int | None]:
+    """ast.dump of the last ``def function`` in the cells run and its cell, or None."""
+    found, where = None, None
+    for index, text in cells:
         try:
             tree = ast.parse(text)
         except SyntaxError:
             continue
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name == function:
-                found = ast.dump(node)
-    return found
+                found, where = ast.dump(node), index
+    return found, where
+
+
+def _tampered(notes: dict[int, Any], chosen: Any) -> list[str]:
+    return sorted(
+        {what for i, note in notes.items() if chosen(i) for what in note.get("tamper", [])}
+    )
+
+
+def _run(session: Session, cells: list[tuple[int, str]]) -> tuple[dict[int, str], dict[int, Any]]:
+    """Run the submission's cells, each followed by the shim's notes: (errors, notes) by
+    cell index (notes: the watched functions each cell reached, the watch's tampering)."""
+    errors, notes = {}, {}
+    for index, text in cells:
+        errors.update(_cell_errors([session.run(text)], [index]))
+        notes[index] = _published(session.run("_shim.notes()"))
+    return errors, notes
 
 
 def _function_name(
@@ -191,6 +215,7 @@ def _marks(exercise: notebook.Exercise, record: CallRecord, copied: bool, has_so
         marks.append("calls a checker's code")
     if record.unwatched:
         marks.append("switched off the grader's watch")
+    marks += [f"{what} while graded" for what in sorted(record.tamper)]
     if copied:
         marks.append("the function is the book's solution")
     if has_solution:
@@ -214,28 +239,32 @@ def grade_notebook(
     solutions = _solutions_in(nb, chapter)
     cells = notebook.program(nb, whole=whole, skip=frozenset(solutions))
     in_setup = [section == "set-up" for section in notebook.sections(nb)]
-    setup = [(i, text) for i, text in cells if in_setup[i]]
     rest = [(i, text) for i, text in cells if not in_setup[i]]
     watched = sorted({name for ex in chapter.exercises for name in graded.watched(ex.name)})
     rows = []
     with Session(cell_timeout=cell_timeout, call_timeout=call_timeout) as session:
-        ran = session.run_cells(text for _, text in setup)
+        session.run_cells(chapter.setup)  # the book's set-up, as nbgrader restores locked cells
         session.run(f"from pe_book.exercises import shim as _shim\n_shim.install({watched!r})")
-        ran += session.run_cells(text for _, text in rest)
-        errors = _cell_errors(ran, [i for i, _ in setup + rest])
-        early = _published(session.run("_shim.notes()")).get("hits", [])
+        errors, notes = _run(session, rest)
+        early = {name for note in notes.values() for name in note.get("hits", [])}
         for exercise in chapter.exercises:
             function, stub = _function_name(nb, solutions, exercise)
             status, message, record = _grade_one(session, exercise, function, seed)
             if status == "not attempted" and stub in errors:
                 status, message = "error", f"the exercise's cell raised {errors[stub]}"
             references = set(graded.entry(exercise.name).references)
-            if set(early) & references:
-                message += f" (note: its cells call {', '.join(sorted(set(early) & references))})"
-            book_solution = _definition(
+            if early & references:
+                message += f" (note: its cells call {', '.join(sorted(early & references))})"
+            book_solution, _ = _definition(
                 [(0, chapter.solutions.get(exercise.name, ""))], exercise.function
             )
-            copied = book_solution is not None and _definition(cells, function) == book_solution
+            mine, where = _definition(cells, function)
+            own = {where, stub} - {None}  # what its cells did counts as its calls did
+            record.tamper.update(_tampered(notes, lambda i, own=own: i in own))
+            others = _tampered(notes, lambda i, own=own: i not in own)
+            if others:
+                message += f" (note: other cells of the submission {'; '.join(others)})"
+            copied = book_solution is not None and mine == book_solution
             marks = _marks(exercise, record, copied, exercise.name in solutions.values())
             earned = exercise.points if status == "pass" and not marks else 0.0
             rows.append(

@@ -12,3 +12,9 @@ settings.register_profile("dev", deadline=None, max_examples=60)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 torch.set_num_threads(1)
+
+
+def pytest_configure(config):
+    # `pytest -m "not slow"` leaves out the tests that start kernels by the dozen
+    # (tests/test_grade.py: about a minute a chapter); make test runs them all.
+    config.addinivalue_line("markers", "slow: starts many kernels (deselect: -m 'not slow')")

@@ -58,6 +58,7 @@ class CallRecord:
         self.timed_out = False
         self.hits: set[str] = set()  # watched functions reached
         self.unwatched = False  # the profile hook was gone after a call
+        self.tamper: set[str] = set()  # what the kernel's audit hook saw: a process, ...
         self.missing = False  # no such function in the kernel
         self.seconds = 0.0
 
@@ -222,6 +223,7 @@ class RemoteFunction:
         self.record.seconds += float(report.get("seconds", 0.0))
         self.record.hits.update(report.get("hits", []))
         self.record.unwatched |= not report.get("watching", True)
+        self.record.tamper.update(report.get("tamper", []))
         if report.get("missing"):
             self.record.missing = True
             raise NotImplementedError(f"no function {self.name} in the submission")
