@@ -12,6 +12,7 @@
 #   make git-nbdime   register nbdime's notebook-aware git diff and merge drivers in this clone
 #   make lock   re-resolve requirements/lock.txt from pyproject.toml's ranges
 #   make screenshot [PAGE="05_decay 09_alibi"]   render chapter pages in headless Chromium to screenshots/
+#   make editions     the student and instructor editions, notebooks and HTML, in build/editions/
 #   make slides       the lecture decks (slides/*.md) as offline reveal.js decks in build/slides/
 #                     (each executed in a fresh kernel; npm fetches reveal.js once)
 #   make browser-check   build the book, then open every chapter in headless Chromium (tests/test_book_in_browser.py)
@@ -149,7 +150,13 @@ screenshot: $(STAMP)
 slides: $(STAMP)
 	$(BIN)/python tools/decks.py build --jobs $(or $(JOBS),2)
 
-.PHONY: browser-check check-lock
+# The student and instructor editions (tools/editions.py): notebooks and HTML books in
+# build/editions/{student,instructor}/, the student's without solutions, answers and the
+# instructor pages; fails if a solution line survives in the student edition.
+editions: $(STAMP)
+	$(BIN)/python tools/editions.py build
+
+.PHONY: browser-check check-lock editions
 
 # The built book in headless Chromium (tools/browser.py finds it; $$PE_BOOK_CHROMIUM overrides).
 # make test runs the same test in its unit step, on a build of its own.

@@ -1,0 +1,292 @@
+"""The student and instructor editions of the book, from the same notebooks: make editions.
+
+    python tools/editions.py build [--out build/editions] [--no-html]
+    python tools/editions.py check [--out build/editions]   # the student edition's checks
+
+writes, from notebooks/ as it is (stored outputs, nothing executed):
+
+    build/editions/instructor/notebooks/   every page, every solution and answer
+    build/editions/instructor/html/        its HTML book
+    build/editions/student/notebooks/      the same pages without what only a lecturer sees
+    build/editions/student/html/           its HTML book
+
+The student edition removes (it does not hide) what pe_book.exercises.notebook marks:
+the solution cell after each exercise stub (its output goes with it), solution regions
+(``### BEGIN SOLUTION`` / ``### END SOLUTION`` in code, ``<!-- BEGIN SOLUTION -->`` /
+``<!-- END SOLUTION -->`` in Markdown: chapter 14's interview answers), cells tagged
+``instructor``, and pages whose file name starts with ``instructor`` (with their entry in
+the table of contents). Statements, stubs and checker calls stay, so every exercise
+still runs and says "not attempted yet". While an edition's HTML builds, the
+environment variable PE_BOOK_EDITION is "student" or "instructor", for pages that
+render content per edition (written problems: pe_book.problems.render(include_answers=...)).
+
+The HTML is built by tools/book.py (Jupyter Book 1, offline, MathJax served locally)
+on the edition's copy and checked the same way as the book. ``check`` fails (exit 1)
+when any solution cell's source, solution region or instructor page of notebooks/
+survives anywhere in the student edition's notebooks or HTML, or a chapter lost a stub.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import book  # tools/book.py, next to this file
+
+from pe_book.exercises import notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+OUT = ROOT / "build" / "editions"
+EDITIONS = ("instructor", "student")
+INSTRUCTOR_PAGE = re.compile(r"^instructor")
+IGNORE = shutil.ignore_patterns("_build", ".ipynb_checkpoints", "__pycache__")
+
+
+def _pages(folder: Path) -> list[Path]:
+    return sorted(
+        p for p in folder.iterdir() if p.suffix in (".ipynb", ".md") and not p.name.startswith("_")
+    )
+
+
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _write(path: Path, nb: dict) -> None:
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _drop_from_toc(folder: Path, stems: set[str], added: list[tuple[str, str]]) -> None:
+    """Take ``stems`` out of the copy's table of contents; ``added`` pages (stem, caption)
+    go in as parts of their own, where the first removed page was."""
+    toc_path = folder / "_toc.yml"
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+    parts = toc.get("parts", [])
+    where = next(
+        (
+            i
+            for i, part in enumerate(parts)
+            for e in part.get("chapters", [])
+            if e.get("file") in stems
+        ),
+        len(parts),
+    )
+    for part in parts:
+        part["chapters"] = [e for e in part.get("chapters", []) if e.get("file") not in stems]
+    new = [{"caption": caption, "chapters": [{"file": stem}]} for stem, caption in added]
+    parts[where:where] = new
+    toc["parts"] = [part for part in parts if part["chapters"]]
+    toc_path.write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
+
+
+def _configure(folder: Path, edition: str) -> None:
+    """The copy's _config.yml: its title names the edition, local extensions stay found."""
+    path = folder / "_config.yml"
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    config["title"] = f"{config['title']} ({edition} edition)"
+    extensions = config.get("sphinx", {}).get("local_extensions") or {}
+    for name, where in extensions.items():
+        extensions[name] = str((NOTEBOOKS / where).resolve())
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def _problems_page() -> str:
+    """The students' page of written problems: the questions and their points, no answers."""
+    from pe_book import problems
+
+    return (
+        "# Written problems\n\n"
+        "Pen-and-paper problems for chapters 1 to 14, with the points each earns, and an"
+        " exam bank of questions that span chapters. The worked answers are in the"
+        " instructor edition.\n\n" + problems.render(include_answers=False)
+    )
+
+
+#: Instructor pages that have a student counterpart: (its file stem, caption, its text).
+STUDENT_COUNTERPARTS = {"instructor_problems": ("problems", "Written problems", _problems_page)}
+
+
+def student_pages(folder: Path) -> list[str]:
+    """Turn the copy in ``folder`` into the student edition; the pages it removed."""
+    removed = {p.stem for p in _pages(folder) if INSTRUCTOR_PAGE.match(p.name)}
+    for stem in removed:
+        for page in folder.glob(f"{stem}.*"):
+            page.unlink()
+    counterparts = [
+        STUDENT_COUNTERPARTS[stem] for stem in sorted(removed & STUDENT_COUNTERPARTS.keys())
+    ]
+    for stem, _, text in counterparts:
+        (folder / f"{stem}.md").write_text(text(), encoding="utf-8")
+    _drop_from_toc(folder, removed, [(stem, caption) for stem, caption, _ in counterparts])
+    for page in _pages(folder):
+        if page.suffix == ".ipynb":
+            nb = _read(page)
+            nb["cells"] = [
+                c for c in nb["cells"] if "instructor" not in c["metadata"].get("tags", [])
+            ]
+            _write(page, notebook.student_edition(nb))
+        else:
+            text = page.read_text(encoding="utf-8")
+            page.write_text(notebook.MARKDOWN_REGION.sub("", text), encoding="utf-8")
+    return sorted(removed)
+
+
+def _stream(cell: dict) -> str:
+    return "".join("".join(out.get("text", "")) for out in cell.get("outputs", []) if "text" in out)
+
+
+def secrets_of(folder: Path) -> dict[str, list[str]]:
+    """What only the instructor edition may hold, page by page: the lines of solution
+    cells (their sources and printed outputs), solution regions and instructor cells that
+    appear nowhere else on the page (a stub's ``def`` line is the solution's too), and
+    whole instructor pages (by name)."""
+    found: dict[str, list[str]] = {}
+    for page in _pages(folder):
+        if INSTRUCTOR_PAGE.match(page.name):
+            found[page.name] = [f"the page {page.stem}"]
+            continue
+        if page.suffix == ".ipynb":
+            nb = _read(page)
+            cells = nb["cells"]
+            hidden = set(notebook.solution_cells(nb))
+            hidden |= {
+                i for i, c in enumerate(cells) if "instructor" in c["metadata"].get("tags", [])
+            }
+            texts = [notebook.source(cells[i]) + "\n" + _stream(cells[i]) for i in sorted(hidden)]
+            public = [notebook.source(c) for i, c in enumerate(cells) if i not in hidden]
+        else:
+            texts, public = [], [page.read_text(encoding="utf-8")]
+        for text in public:
+            texts += notebook.MARKDOWN_REGION.findall(text)
+            texts += [m.group(0) for m in notebook.CODE_REGION.finditer(text)]
+        visible = "\n".join(
+            notebook.CODE_REGION.sub("", notebook.MARKDOWN_REGION.sub("", t)) for t in public
+        )
+        lines = [line for text in texts for line in _fragments(text) if line not in visible]
+        if lines:
+            found[page.name] = lines
+    return found
+
+
+def answers() -> list[str]:
+    """The lines of every written problem's and exam question's worked answer."""
+    from pe_book import problems
+
+    worked = [p.answer for p in problems.problems()] + [q.answer for q in problems.exam()]
+    return [line for text in worked for line in _fragments(text)]
+
+
+def _fragments(text: str) -> list[str]:
+    """The lines of a secret worth searching for: long enough to be its own (>= 30 chars)."""
+    lines = [line.strip() for line in re.split(r"<!--.*?-->|\n", text)]
+    return [line for line in lines if len(line) >= 30]
+
+
+def _html_text(path: Path) -> str:
+    """A built page's text as a reader sees it: tags dropped, entities decoded."""
+    text = re.sub(r"<script\b.*?</script>|<style\b.*?</style>", " ", path.read_text(), flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def check_student(out: Path = OUT) -> list[str]:
+    """Problems with the student edition in ``out``: secrets that survive, stubs lost."""
+    problems = []
+    student = out / "student" / "notebooks"
+    built = out / "student" / "html"
+    student_text = {p.name: p.read_text(encoding="utf-8") for p in _pages(student)}
+    for page, lines in secrets_of(NOTEBOOKS).items():
+        stem = Path(page).stem
+        if INSTRUCTOR_PAGE.match(page):
+            if page in student_text or (built / f"{stem}.html").is_file():
+                problems.append(f"{page}: an instructor page is in the student edition")
+            continue
+        mine = json.loads(student_text[page]) if page.endswith(".ipynb") else None
+        where = {
+            "notebook": "\n".join(notebook.source(c) + _stream(c) for c in mine["cells"])
+            if mine
+            else student_text[page]
+        }
+        if (built / f"{stem}.html").is_file():
+            where["HTML page"] = _html_text(built / f"{stem}.html")
+        for kind, text in where.items():
+            surviving = [line for line in lines if line in text]
+            if surviving:
+                problems.append(
+                    f"{page}: {len(surviving)} solution lines survive in its {kind},"
+                    f" e.g. {surviving[0][:70]!r}"
+                )
+    worked = answers()
+    for page, text in student_text.items():
+        surviving = [line for line in worked if line in text]
+        if surviving:
+            problems.append(
+                f"{page}: {len(surviving)} lines of worked answers, e.g. {surviving[0][:70]!r}"
+            )
+    for page in _pages(NOTEBOOKS):
+        if page.suffix == ".ipynb" and not INSTRUCTOR_PAGE.match(page.name):
+            stubs = len(notebook.exercises(_read(page)))
+            kept = len(notebook.exercises(json.loads(student_text[page.name])))
+            if kept != stubs:
+                problems.append(
+                    f"{page.name}: {stubs} exercise stubs, {kept} in the student edition"
+                )
+    return problems
+
+
+def build(out: Path = OUT, html: bool = True) -> int:
+    """Write both editions (notebooks, and HTML unless ``html`` is False) and check them."""
+    for edition in EDITIONS:
+        folder = out / edition / "notebooks"
+        shutil.rmtree(out / edition, ignore_errors=True)
+        shutil.copytree(NOTEBOOKS, folder, ignore=IGNORE)
+        _configure(folder, edition)
+        if edition == "student":
+            removed = student_pages(folder)
+            print(f"student edition: pages left out: {', '.join(removed) or 'none'}")
+        if html:
+            os.environ["PE_BOOK_EDITION"] = edition
+            book.NOTEBOOKS = folder  # tools/book.py builds and checks this copy
+            code = book.build(execute=False, out=out / edition)
+            book.NOTEBOOKS = NOTEBOOKS
+            if code:
+                return code
+            shutil.move(out / edition / "_build" / "html", out / edition / "html")
+            shutil.rmtree(out / edition / "_build", ignore_errors=True)
+        print(f"{edition} edition: {folder}")
+    problems = check_student(out)
+    for problem in problems:
+        print("student edition:", problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    make = sub.add_parser("build", help="write both editions and check the student one")
+    make.add_argument("--out", type=Path, default=OUT)
+    make.add_argument("--no-html", dest="html", action="store_false", help="notebooks only")
+    verify = sub.add_parser("check", help="check an existing student edition")
+    verify.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        return build(args.out, args.html)
+    problems = check_student(args.out)
+    for problem in problems:
+        print("student edition:", problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
