@@ -26,14 +26,10 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from pe_book import measure
 from pe_book._validate import validate_choice
-from pe_book.measure import (
-    allocations_mib,
-    cpu_report,
-    in_processes,
-    median_range,
-    time_round_robin,
-)
+from pe_book.measure import allocations_mib, cpu_report, in_processes, median_range
+from pe_book.results import versions
 from pe_book.rope import Rope
 
 __all__ = [
@@ -156,7 +152,7 @@ def rope_benchmark(
 ) -> list[tuple[str, float, float]]:
     """(method, milliseconds, ratio to copying q and k) for each RoPE implementation."""
     available = rope_methods(*rope_inputs((batch, heads, seq_len, dim), dtype))
-    milliseconds = time_round_robin(available, rounds=repeats)
+    milliseconds = measure.time_round_robin(available, rounds=repeats)
     baseline = milliseconds["copy q and k (baseline)"]
     return [(n, ms, ms / baseline) for n, ms in milliseconds.items()]
 
@@ -270,7 +266,7 @@ def alibi_benchmark(
         generator = torch.Generator().manual_seed(0)
         q, k, v = torch.randn(3, batch, heads, seq_len, dim, generator=generator).unbind(0)
         methods = _alibi_methods(q, k, v, slopes)
-        milliseconds = time_round_robin(methods, rounds=repeats, warmup=1)
+        milliseconds = measure.time_round_robin(methods, rounds=repeats, warmup=1)
         baseline = milliseconds[ALIBI_PATHS[0]]
         scratch = scratch_bytes(q, k, v) * torch.get_num_threads() / 2**20
         for name, function in methods.items():
@@ -302,13 +298,12 @@ def _alibi_in_processes(processes: int, threads: int, isa: str) -> list:
 
 
 def _print_table(title: str, header: str, rows: list[str]) -> None:
-    print(f"\n{title}\n{header}")
-    print("\n".join(rows))
+    print(f"\n{title}\n{header}\n" + "\n".join(rows))
 
 
-def _run_rope(args: argparse.Namespace) -> bool:
+def _run_rope(args: argparse.Namespace) -> dict[str, dict]:
     tables = {}
-    for dtype in ("float32", "bfloat16"):
+    for dtype in [args.dtype] if args.dtype else ("float32", "bfloat16"):
         for memory in MEMORY_REGIMES:
             tables[memory, dtype] = table = rope_benchmark_in_processes(
                 args.processes, args.threads, args.repeats, memory, dtype
@@ -319,10 +314,11 @@ def _run_rope(args: argparse.Namespace) -> bool:
                 f"{'method':<36} {'x copy':>7}  range",
                 [f"{n:<36} {r:>7.2f}  [{lo:.2f}..{hi:.2f}]" for n, r, lo, hi in table],
             )
-    return rope_target_met(tables)
+    rows = [{"memory": m, "dtype": d, "rows": table} for (m, d), table in tables.items()]
+    return {"rope": {"met": rope_target_met(tables), "tables": rows}}
 
 
-def _run_alibi(args: argparse.Namespace) -> bool:
+def _run_alibi(args: argparse.Namespace) -> dict[str, dict]:
     tables = {}
     for isa in args.isa or ISA_ENVIRONMENTS:
         cpu, rows = tables[isa] = _alibi_in_processes(args.processes, args.threads, isa)
@@ -333,10 +329,11 @@ def _run_alibi(args: argparse.Namespace) -> bool:
             [f"{n:>5} {p:<25} {r:>7.2f}  [{lo:.2f}..{hi:.2f}] {big:>11.1f}"
              for n, p, r, lo, hi, big in rows],
         )  # fmt: skip
-    return alibi_target_met({isa: rows for isa, (_, rows) in tables.items()})
+    return {f"alibi {isa}": {"cpu": cpu, "met": alibi_target_met({isa: rows}), "tables": rows}
+            for isa, (cpu, rows) in tables.items()}  # fmt: skip
 
 
-def _run_method(position: str, args: argparse.Namespace) -> bool:
+def _run_method(position: str, args: argparse.Namespace) -> dict:
     from pe_book import cost
 
     runs = in_processes(["method", position, "--threads", str(args.threads)], args.processes, {})
@@ -352,28 +349,30 @@ def _run_method(position: str, args: argparse.Namespace) -> bool:
     medians = {path: {kind: value[0] for kind, value in r.items()} for path, r in ratios.items()}
     met, what = cost.method_target_met(position, medians)
     print(f"  {'met' if met else 'MISSED'}: {what}")
-    return met
+    return {"met": met, "tables": ratios, "checked": what, "seq_len": cost.METHOD_LENGTH}
 
 
 def main(argv: list[str]) -> int:
     from pe_book import cost, positions
 
-    choices = ["rope", "alibi", *(p for p in positions.names() if p != "none")]
+    choices = list(dict.fromkeys(["rope", "alibi", *(p for p in positions.names() if p != "none")]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("which", nargs="+", choices=[*choices, "method"])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--processes", type=int, default=5)
-    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], help="rope: one (default both)")
     parser.add_argument("--isa", nargs="*", choices=list(ISA_ENVIRONMENTS), help="alibi: which")
     parser.add_argument("--json", action="store_true", help="one in-process run, as JSON")
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument("--record", help="store the results in this JSON file (results/bench.json)")
     args = parser.parse_args(argv)
     which = args.which
     if args.json:  # one run inside this process, for the commands below
         torch.set_num_threads(args.threads)
         if which[0] == "rope":
-            result: object = rope_benchmark(repeats=args.repeats, dtype=getattr(torch, args.dtype))
+            dtype = getattr(torch, args.dtype or "float32")
+            result: object = rope_benchmark(repeats=args.repeats, dtype=dtype)
         elif which[0] == "alibi":
             result = {"cpu": cpu_report(), "rows": alibi_benchmark(repeats=min(args.repeats, 3))}
         else:  # method <name>
@@ -383,13 +382,14 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(args.threads)
     print(cpu_report())
     met = {}
-    for name in dict.fromkeys(which):  # each once, in the order given
-        if name == "rope":
-            met[name] = _run_rope(args)
-        elif name == "alibi":
-            met[name] = _run_alibi(args)
-        else:
-            met[name] = _run_method(name, args)
+    for name in dict.fromkeys(which):  # each once, in the order given; recorded as it lands
+        results = _run_rope(args) if name == "rope" else _run_alibi(args) if name == "alibi" else {}
+        if name != "rope":  # the model's training step and inference against NoPE
+            results[f"model {name}"] = _run_method(name, args)
+        met[name] = all(result["met"] for result in results.values())
+        for key, result in results.items() if args.record else ():
+            common = {"cpu": cpu_report(), "versions": versions(), "processes": args.processes}
+            measure.record_bench(args.record, key, {**common, "threads": args.threads, **result})
     missed = [name for name, ok in met.items() if not ok]
     print(f"\ntargets {'met' if not missed else 'MISSED: ' + ', '.join(missed)}")
     return 1 if args.check and missed else 0

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import math
 import sys
@@ -40,7 +41,7 @@ import torch
 
 from pe_book import bias_attention, data, positions
 from pe_book._validate import validate_int
-from pe_book.measure import allocations_mib, time_round_robin
+from pe_book.measure import allocations_mib, cpu_report, time_round_robin
 from pe_book.model import CharLM, ModelConfig
 from pe_book.results import RESULTS, SCHEMA_VERSION, versions, write_atomically
 from pe_book.seed import seed_everything
@@ -59,6 +60,8 @@ __all__ = [
     "method_target_met",
     "print_cost",
     "scaling_exponent",
+    "skipped_paths",
+    "time_exponents",
 ]
 
 #: Tokens per training step at every length: batch = TOKENS / L (32, 8 and 2 sequences).
@@ -250,8 +253,31 @@ def method_target_met(position: str, ratios: dict[str, dict[str, float]]) -> tup
     return all(met for met, _ in checks), "; ".join(text for _, text in checks)
 
 
+def skipped_paths(
+    rows: list[CostRow], budget_mib: float = MEMORY_BUDGET_MIB
+) -> list[tuple[int, str, bool, float]]:
+    """(L, method, fused, MiB) for every path measured at a shorter length and absent at L:
+    the largest allocation its last measured row predicts at L (grown as L²), the reason
+    :func:`cost_study` did not run it when that passes ``budget_mib``."""
+    lengths = sorted({row.seq_len for row in rows})
+    last: dict[tuple[str, bool], CostRow] = {}
+    skipped = []
+    for seq_len in lengths:
+        here = {(row.position, row.fused): row for row in rows if row.seq_len == seq_len}
+        for key, before in last.items():
+            if key not in here:
+                grown = before.largest_alloc_mib * (seq_len / before.seq_len) ** 2
+                skipped.append((seq_len, *key, grown))
+        last.update(here)
+    return skipped
+
+
 def load_cost(path: str | Path | None = None) -> dict[str, Any]:
-    """results/cost.json, validated: {"rows": [CostRow, ...], and its other fields}."""
+    """results/cost.json, validated: {"rows": [CostRow, ...], and its other fields}.
+
+    Complete means: NoPE (ratio 1) and each method's paths at the shortest length; at
+    every longer length each path again, unless its largest allocation, grown as L², would
+    pass the stored memory budget (:func:`skipped_paths`); no path twice at one length."""
     path = Path(path) if path is not None else RESULTS / "cost.json"
     stored = json.loads(path.read_text(encoding="utf-8"))
     for field in ("rows", "seq_lens", "repeats", "versions"):
@@ -264,7 +290,43 @@ def load_cost(path: str | Path | None = None) -> dict[str, Any]:
     lengths = {row.seq_len for row in rows}
     if lengths != set(stored["seq_lens"]):
         raise ValueError(f"{path}: rows cover lengths {sorted(lengths)}, not {stored['seq_lens']}")
+    keys = [(row.seq_len, row.position, row.fused) for row in rows]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{path}: a (length, method, path) appears twice")
+    for seq_len in lengths:
+        if (seq_len, "none", True) not in keys:
+            raise ValueError(f"{path}: no NoPE row (the baseline) at L = {seq_len}")
+    if any(r.position == "none" and (r.train_ratio, r.infer_ratio) != (1, 1) for r in rows):
+        raise ValueError(f"{path}: NoPE's ratios to itself are not 1")
+    shortest = min(lengths)
+    first = {(row.position, row.fused) for row in rows if row.seq_len == shortest}
+    if any((row.position, row.fused) not in first for row in rows):
+        raise ValueError(f"{path}: a path is missing at L = {shortest}, the shortest length")
+    budget = stored.get("budget_mib", MEMORY_BUDGET_MIB)
+    for seq_len, position, fused, grown in skipped_paths(rows, budget):
+        if grown <= budget:
+            raise ValueError(
+                f"{path}: {position} ({'fast' if fused else 'plain'}) is missing at L = "
+                f"{seq_len}, where its largest allocation ({grown:.0f} MiB) fits the budget"
+            )
     return {**stored, "rows": rows}
+
+
+def time_exponents(rows: list[CostRow]) -> dict[tuple[str, bool], dict[tuple[int, int], float]]:
+    """Per path (method, fused): the exponent p of time per sequence ∝ L^p between each two
+    consecutive lengths at which it was measured (:func:`scaling_exponent`, chapter 12)."""
+    paths: dict[tuple[str, bool], list[CostRow]] = {}
+    for row in sorted(rows, key=lambda r: r.seq_len):
+        paths.setdefault((row.position, row.fused), []).append(row)
+    exponents: dict[tuple[str, bool], dict[tuple[int, int], float]] = {}
+    for key, measured in paths.items():
+        exponents[key] = {
+            (a.seq_len, b.seq_len): scaling_exponent(
+                a.sequence_ms, a.seq_len, b.sequence_ms, b.seq_len
+            )
+            for a, b in itertools.pairwise(measured)
+        }
+    return exponents
 
 
 def scaling_exponent(t1: float, l1: int, t2: float, l2: int) -> float:
@@ -291,6 +353,8 @@ def print_cost(quick: bool, out: Path | None, lengths: tuple[int, ...] = LENGTHS
             "seq_lens": sorted({r.seq_len for r in every}),
             "tokens": TOKENS,
             "repeats": repeats,
+            "budget_mib": MEMORY_BUDGET_MIB,
+            "cpu": cpu_report(),  # the CPU, its vector extensions, the kernels' builds
             "versions": versions(),
             "wall_seconds": time.perf_counter() - start,
             "rows": [dataclasses.asdict(row) for row in every],

@@ -2,7 +2,8 @@
 
 :func:`time_round_robin` times functions in turns; :func:`allocations_mib` reads
 what one call allocates with PyTorch's profiler; :func:`compiled_buffers` reads
-the buffers of code PyTorch's compiler generates, which the profiler cannot see.
+the buffers of code PyTorch's compiler generates, which the profiler cannot see;
+:func:`record_bench` and :func:`load_bench` keep the benchmarks' results (``results/bench.json``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ __all__ = [
     "compiled_buffers",
     "cpu_report",
     "in_processes",
+    "load_bench",
     "median_range",
+    "record_bench",
     "time_round_robin",
 ]
 
@@ -102,7 +105,7 @@ def compiled_buffers(function: Callable[[], object]) -> list[tuple[int, ...]]:
     operation with its *net* allocation, so a tensor made and freed inside it is
     invisible there. This reads the generated code instead (each
     ``empty_strided_cpu`` call). Run it in a fresh process (see
-    :func:`pe_book.bench.fused_alibi_buffers`): only code compiled during the call is seen, and
+    :func:`pe_book.bench.flex_alibi_buffers`): only code compiled during the call is seen, and
     shapes must be static to be read.
     """
     from torch._inductor.utils import run_and_get_code
@@ -158,3 +161,32 @@ def in_processes(arguments: list[str], processes: int, environment: dict[str, st
 def median_range(ratios: list[float]) -> tuple[float, float, float]:
     """(median, lowest, highest) of the ratios measured in several processes."""
     return statistics.median(ratios), min(ratios), max(ratios)
+
+
+#: What each benchmark stores under its name in results/bench.json (see :func:`record_bench`).
+BENCH_FIELDS = ("cpu", "versions", "processes", "threads", "met", "tables")
+
+
+def record_bench(path: str | Path, name: str, result: dict) -> None:
+    """Store one benchmark's ``result`` (:data:`BENCH_FIELDS`) under ``name`` in the JSON file
+    at ``path``, keeping the other benchmarks already there (``python -m pe_book bench
+    --record``; chapter 12 prints them)."""
+    from pe_book.results import write_atomically
+
+    path = Path(path)
+    stored = load_bench(path) if path.exists() else {"study": "bench", "runs": {}}
+    stored["runs"][name] = result
+    write_atomically(path, stored)
+
+
+def load_bench(path: str | Path | None = None) -> dict:
+    """results/bench.json (or ``path``), each benchmark's record checked for its fields."""
+    from pe_book.results import RESULTS
+
+    path = Path(path) if path is not None else RESULTS / "bench.json"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    for name, result in stored.get("runs", {}).items():
+        missing = [field for field in BENCH_FIELDS if field not in result]
+        if missing:
+            raise ValueError(f"{path}: benchmark {name!r} lacks {missing}")
+    return stored

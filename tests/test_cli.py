@@ -64,7 +64,8 @@ def test_grade_has_its_place_and_is_listed_once_its_module_exists(capsys):
         (["tasks", "--tasks", "sort"], "invalid choice: 'sort'"),
         (["cost", "--fast"], "unrecognized arguments: --fast"),
         (["bench", "gelu"], "invalid choice: 'gelu'"),
-        (["bench", "rope", "--shape", "1", "2"], "--shape: expected 4 arguments"),
+        (["bench", "rope", "--dtype", "float16"], "invalid choice: 'float16'"),
+        (["bench", "alibi", "--isa", "sse"], "invalid choice: 'sse'"),
     ],
 )
 def test_bad_arguments_fail_before_any_work_with_a_message_naming_them(capsys, argv, message):
