@@ -9,11 +9,14 @@ Each command is the ``main(argv)`` of one module, which keeps its own options an
 - ``cost``: time and memory of every method (:mod:`pe_book.cost`, chapter 12);
 - ``bench``: the RoPE and ALiBi kernel benchmarks and their speed targets
   (:mod:`pe_book.bench`, chapter 12; ``--check``);
-- ``grade``: grade exercises, listed once :mod:`pe_book.grade` exists (issue 27 adds it:
-  a module with ``main(argv) -> int`` is all a new command needs, one line in
-  :data:`COMMANDS`).
+- ``grade``: grade submitted chapter notebooks in fresh kernels, one row per student and
+  exercise (:mod:`pe_book.grade`, chapters 1-14; ``--batch``, ``--out``, ``--seed``).
 
-Exit codes: 0 done; 1 a check failed (``bench --check`` missed its speed target);
+A module with ``main(argv) -> int`` is all a new command needs, one line in
+:data:`COMMANDS`; a command whose module is absent is not listed.
+
+Exit codes: 0 done; 1 a check failed (``bench --check`` missed its speed target,
+``grade --strict`` an exercise not passed cleanly);
 2 bad arguments (an unknown command or option, or a value the package refuses, with
 a message naming it); 130 interrupted (Ctrl-C; a study resumes where it stopped).
 The module commands (``python -m pe_book.study`` ...) remain as aliases.
@@ -51,7 +54,7 @@ COMMANDS: dict[str, Command] = {
     "tasks": Command("pe_book.tasks", "copy, reverse and addition with exact answers", "ch. 11"),
     "cost": Command("pe_book.cost", "time and memory of every position method", "ch. 12"),
     "bench": Command("pe_book.bench", "RoPE and ALiBi kernel benchmarks (--check)", "ch. 12"),
-    "grade": Command("pe_book.grade", "grade a reader's exercises", "exercises"),
+    "grade": Command("pe_book.grade", "grade submitted chapters in fresh kernels", "ch. 1-14"),
 }
 
 
