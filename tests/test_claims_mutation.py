@@ -22,7 +22,7 @@ import torch
 
 from pe_book import alibi, exhibits, relative, rope, rope_scaling, sinusoidal, symbolic
 from pe_book.claims import Kind, get, registry, run
-from pe_book.claims import rope as rope_evidence
+from pe_book.claims import relative as relative_evidence
 from pe_book.claims import study as study_evidence
 from pe_book.claims import symmetry as symmetry_evidence
 from pe_book.claims.cost import committed_rows
@@ -218,6 +218,26 @@ def position_blind_shaw() -> Callable[..., torch.Tensor]:
     return forward
 
 
+def absolute_shaw() -> Callable[..., torch.Tensor]:
+    """Shaw's layer with a random vector added to each position's input: an absolute code,
+    so the first token stays far from the others at any length."""
+    layer = relative_evidence.shaw_layer()
+    table = torch.randn(200, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    return lambda x, positions=None: layer(x + table[: len(x)], positions=positions)
+
+
+def learned_work_scaled(factor: float) -> Callable[[str], relative_evidence.StepWork]:
+    """The learned model's step counted as ``factor`` times the sinusoidal one's."""
+
+    def work(position: str) -> relative_evidence.StepWork:
+        fixed = relative_evidence.step_work("sinusoidal")
+        if position != "learned":
+            return fixed
+        return fixed._replace(flops=int(fixed.flops * factor))
+
+    return work
+
+
 def squared_angle_rotation(angle: sp.Expr) -> sp.Matrix:
     """A 'rotation' by the square of the angle: the proof must find m and n apart."""
     return symbolic.rotation(angle**2)
@@ -252,7 +272,14 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     "001-no-global-rotation": [lambda: {"table": one_frequency}],
     "000-near-large-far-decays": [lambda: {"profile": periodic_profile}],
     "000-oscillatory-integral": [lambda: {"integral": finite_sum_as_integral}],
-    "004-relative-loses-absolute": [lambda: {"layer": position_blind_shaw()}],
+    "004-relative-loses-absolute": [
+        lambda: {"layer": position_blind_shaw()},
+        lambda: {"layer": absolute_shaw()},
+    ],
+    "004-learned-cost": [
+        lambda: {"work": learned_work_scaled(1.1)},  # a tenth more: no caveat
+        lambda: {"work": learned_work_scaled(1.0)},  # no more computation: does not hold
+    ],
     "004-t5-clipped-relative": [
         lambda: {"bucket": clipped_buckets, "bias_table": torch.zeros(33, 64)}
     ],
@@ -260,7 +287,7 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
         lambda: {"rotate": rope_with_squared_positions},
         lambda: {"rotation": squared_angle_rotation},
     ],
-    "004-rope-values-no-position": [lambda: {"model": rope_evidence.rope_model("sinusoidal")}],
+    "004-rope-values-no-position": [lambda: {"rotate": lambda x, positions: x}],  # no rotation
     "001-alibi-linear-bias": [lambda: {"bias": log_bias}],
     "001-alibi-simple": [lambda: {"bias": symmetric_bias}],
     "004-alibi-penalty-form": [lambda: {"slopes": arithmetic_slopes}],

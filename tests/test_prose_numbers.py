@@ -47,6 +47,7 @@ REFERENCE = re.compile(
 
 #: Constants of the text, not results: chapter -> {number as written: why}.
 CONSTANTS: dict[str, dict[str, str]] = {
+    "04": {"12,345": "the largest shift exercise 4.1's checker tests (a test input)"},
     "05": {"123,456": "the largest offset exercise 5.1's checker tests (a test input)"},
     "07": {
         "123,456": "the largest offset exercise 7.3's checker tests (a test input)",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 
 import torch
 
 from pe_book import learned, relative, sinusoidal
-from pe_book.exercises.grading import Case, check
+from pe_book.exercises.grading import Case, ExerciseMismatch, check
 from pe_book.exercises.secret import seeded
 
 __all__ = ["check_relative_indices", "check_similarity_by_offset", "check_t5_bucket"]
@@ -17,7 +18,8 @@ def check_relative_indices(
     reader: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor],
 ) -> None:
     """Chapter 6: ``reader(query_positions, key_positions, K)`` returns clip(m - n, -K, K) + K
-    (exact whole numbers)."""
+    (exact whole numbers). As everywhere in the book the values are judged, so whole numbers
+    in a float tensor pass, with a note that indexing a table needs an integer tensor."""
     cases = [
         Case(
             (torch.arange(q), torch.arange(k), big_k),
@@ -39,16 +41,48 @@ def check_relative_indices(
             kind="positions that do not start at 0",
         )
     )
-    check(
-        "relative_indices",
-        reader,
-        relative.relative_indices,
-        cases,
-        atol=0.0,
-        locate=lambda case, index: (
-            f"query m = {int(case.args[0][index[0]])}, key n = {int(case.args[1][index[1]])}"
-        ),
-    )
+    answers: list[object] = []
+
+    def recorded(*args: object) -> object:
+        answers.append(answer := reader(*args))
+        return answer
+
+    try:
+        check(
+            "relative_indices",
+            recorded,
+            relative.relative_indices,
+            cases,
+            atol=0.0,
+            locate=lambda case, index: (
+                f"query m = {int(case.args[0][index[0]])}, key n = {int(case.args[1][index[1]])}"
+            ),
+        )
+    except ExerciseMismatch as mismatch:
+        case = cases[len(answers) - 1] if 0 < len(answers) <= len(cases) else None
+        if case is not None and _is_reversed(answers[-1], case):
+            raise ExerciseMismatch(
+                f"{mismatch}\nYour rows are those of the offset n − m: the book's r is m − n"
+                " (query minus key)"
+            ) from None
+        raise
+    floating = [a for a in answers if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    if floating:
+        note = (
+            f"Note: your answer is {floating[0].dtype}; the values are right, but a table"
+            " is indexed with an integer tensor (.long())."
+        )
+        print(textwrap.fill(note, 79, initial_indent="  ", subsequent_indent="  "))
+
+
+def _is_reversed(answer: object, case: Case) -> bool:
+    """Is ``answer`` the table rows of n − m instead of m − n?"""
+    query_positions, key_positions, big_k = case.args
+    flipped = (key_positions[None, :] - query_positions[:, None]).clamp(-big_k, big_k) + big_k
+    try:
+        return bool(torch.equal(torch.as_tensor(answer).long(), flipped))
+    except (TypeError, ValueError, RuntimeError):
+        return False
 
 
 def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
@@ -72,14 +106,36 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
         )
         for *config, kind in configs
     ]
-    check(
-        "t5_bucket",
-        reader,
-        relative.t5_bucket,
-        cases,
-        atol=0.0,
-        locate=lambda case, index: f"offset r = {int(case.args[0][index[0]])}",
-    )
+    answers: list[object] = []
+
+    def recorded(*args: object) -> object:
+        answers.append(answer := reader(*args))
+        return answer
+
+    try:
+        check(
+            "t5_bucket",
+            recorded,
+            relative.t5_bucket,
+            cases,
+            atol=0.0,
+            locate=lambda case, index: f"offset r = {int(case.args[0][index[0]])}",
+        )
+    except ExerciseMismatch as mismatch:
+        if 0 < len(answers) <= len(cases):
+            offset, *config = cases[len(answers) - 1].args
+            try:
+                mirrored = torch.equal(
+                    torch.as_tensor(answers[-1]).long(), relative.t5_bucket(-offset, *config)
+                )
+            except (TypeError, ValueError, RuntimeError):
+                mirrored = False
+            if mirrored:
+                raise ExerciseMismatch(
+                    f"{mismatch}\nYour buckets are those of −r: T5's code measures n − m,"
+                    " the book's offset r is m − n (query minus key)"
+                ) from None
+        raise
 
 
 def check_similarity_by_offset(reader: Callable[[torch.Tensor], torch.Tensor]) -> None:
