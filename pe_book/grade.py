@@ -197,6 +197,8 @@ def _grade_one(session: Session, exercise: notebook.Exercise, function: str, see
             checker(session.function(function, record))
         except ExerciseMismatch as exc:
             mismatch = str(exc)
+        except Exception as exc:  # a checker that cannot judge an answer: an error, not a crash
+            record.raised.append(mismatch := f"the checker cannot judge it: {type(exc).__name__}")
     said = printed.getvalue().strip()
     if record.missing or said == NOT_ATTEMPTED.format(name=exercise.name).strip():
         return "not attempted", "not attempted: the stub still raises NotImplementedError", record

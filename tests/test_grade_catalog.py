@@ -169,3 +169,24 @@ def test_a_table_of_the_fixed_answers_fails_in_graded_mode(solutions):
         assert verdict.strip() and "not attempted" not in verdict, name
         with pytest.raises(ExerciseMismatch):
             run(name, copied_reader(), seed=1)
+
+
+def test_a_checker_that_cannot_judge_an_answer_gives_an_error_not_a_crash(monkeypatch):
+    """One odd answer (an int past float64, which policy._values cannot convert today)
+    must not stop a batch: the grader gives that exercise "error" and goes on."""
+    from pe_book import grade
+
+    def broken(reader):
+        reader(4)
+        raise OverflowError("int too large to convert to float")
+
+    class Session:  # the kernel's stand-in: the student's function, called in-process
+        def function(self, name, record):
+            return lambda *args: 10**3000
+
+    monkeypatch.setattr(grade.checkers, "check_alibi_slopes", broken)
+    exercise = next(
+        ex for ex in grade.load_book(grade.BOOK)["09_alibi"].exercises if ex.name == "alibi_slopes"
+    )
+    status, message, _ = grade._grade_one(Session(), exercise, "my_slopes", 1)
+    assert status == "error" and message == "the checker cannot judge it: OverflowError"
