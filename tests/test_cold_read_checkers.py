@@ -129,3 +129,8 @@ def test_a_decoding_bias_as_a_numpy_array_is_judged_like_a_tensor(capsys):
     assert "all 6 cases agree" in capsys.readouterr().out
     with pytest.raises(ExerciseMismatch, match=r"expected a tensor of shape \(4, 3, 3\), got"):
         _check("decoding_bias", lambda *args: _decoding(*args).tolist())
+
+
+def test_an_integer_too_large_for_float64_is_a_wrong_answer_not_a_crash():
+    with pytest.raises(ExerciseMismatch, match="float64's range"):
+        exercises.check_alibi_slopes(lambda n_heads: 10**3000)

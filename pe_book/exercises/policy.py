@@ -171,7 +171,13 @@ def _values(answer: Any, what: str = "numbers") -> torch.Tensor:
     elif isinstance(answer, bool):
         values = torch.tensor(answer)
     elif isinstance(answer, int | float):
-        values = torch.tensor(answer, dtype=torch.float64)
+        try:
+            values = torch.tensor(answer, dtype=torch.float64)
+        except OverflowError as exc:  # only an int can be too large for float64
+            raise TypeError(
+                f"expected {what} within float64's range (up to about 1.8e308), got an"
+                f" integer of {answer.bit_length()} bits"
+            ) from exc
     elif isinstance(answer, list | tuple):
         try:
             values = torch.from_numpy(np.array([_values(x).numpy() for x in answer]))
