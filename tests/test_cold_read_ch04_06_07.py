@@ -56,6 +56,12 @@ def test_the_score_preserving_map_is_told_why_it_fails():
     assert "same scores" in str(raised.value) and "coordinates rearranged" in str(raised.value)
 
 
+def test_a_two_dimensional_answer_is_told_the_input_shape():
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        exercises.check_layout_conversion(SCORE_PRESERVING["written for 2-D inputs only"])
+    assert "input of shape (2, 3, 5, 16)" in str(raised.value)
+
+
 def test_the_conversion_passes_on_four_dimensional_inputs(capsys):
     exercises.check_layout_conversion(_to_interleaved)
     assert "(batch, heads, L, d)" in capsys.readouterr().out

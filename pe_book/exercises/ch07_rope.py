@@ -8,7 +8,15 @@ import torch
 
 from pe_book import decay, rope, sinusoidal
 from pe_book.exercises.ch05_decay import _PROFILE_CASES, _offset_grid
-from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
+from pe_book.exercises.grading import (
+    Case,
+    ExerciseMismatch,
+    _NotAttempted,
+    _raised,
+    attempt,
+    check,
+    grader,
+)
 from pe_book.exercises.policy import judge
 from pe_book.exercises.secret import seeded
 
@@ -82,7 +90,15 @@ def check_layout_conversion(reader: Callable[[torch.Tensor], torch.Tensor]) -> s
     for shape in shapes:
         dim = shape[-1]
         q, k = torch.randn(2, *shape, generator=generator, dtype=torch.float64)
-        q_new, k_new = attempt(reader, q.clone()), attempt(reader, k.clone())
+        try:
+            q_new, k_new = attempt(reader, q.clone()), attempt(reader, k.clone())
+        except _NotAttempted:
+            raise
+        except Exception as exc:  # name the input: a 2-D-only answer fails on the 4-D one
+            raise ExerciseMismatch(
+                f"input of shape {shape} (any leading dimensions are allowed): your function"
+                f" {_raised(exc)}"
+            ) from exc
         if not isinstance(q_new, torch.Tensor) or q_new.shape != q.shape:
             raise ExerciseMismatch(f"input of shape {shape}: expected a tensor of that shape")
         q_new, k_new = q_new.double(), k_new.double()
