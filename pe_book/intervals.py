@@ -158,8 +158,9 @@ def crossed_interval(
     variance = sum(c * ms for c, ms, _ in terms)
     if variance <= 0.0:
         return Interval(mean, mean, mean, math.inf, level, sources)
-    # Satterthwaite: ν = (Σ c MS)² / Σ (c MS)² / df
-    df = variance**2 / sum((c * ms) ** 2 / d for c, ms, d in terms if c)
+    # Satterthwaite: ν = (Σ c MS)² / Σ (c MS)² / df, written with each share c·MS / Σ c MS
+    # (in [0, 1]) so that a tiny variance cannot underflow its square to 0
+    df = 1.0 / sum((c * ms / variance) ** 2 / d for c, ms, d in terms if c)
     half = t_quantile(0.5 + level / 2, df) * math.sqrt(variance)
     return Interval(mean, mean - half, mean + half, df, level, sources)
 

@@ -116,3 +116,9 @@ def test_context_effect_is_non_inferiority_with_the_margin(low, high, effect):
 
 def test_the_margin_is_declared_once():
     assert intervals.EQUIVALENCE_NATS == 0.01 and intervals.LEVEL == 0.95
+
+
+def test_a_variance_too_small_to_square_still_gives_an_interval():
+    # hypothesis found it: the variance's square underflowed to 0 in Satterthwaite's ν
+    tiny = intervals.crossed_interval([[0.0, 0.0, 0.0], [0.0, 0.0, 9.454341632239602e-158]])
+    assert tiny.low <= tiny.mean <= tiny.high and tiny.df > 0
