@@ -30,13 +30,9 @@ def _offset_grid() -> torch.Tensor:
     return torch.tensor([0, 1, 2, 5, 10, 37, 100, 999, 5000, 123456])
 
 
-def _check_offset_profile(
-    name: str,
-    reader: Callable[[torch.Tensor, int, float], torch.Tensor],
-    reference: Callable[..., torch.Tensor],
-) -> None:
-    """Compare ``reader(offsets, dim, base)`` with ``reference`` on chapter 5's grid, to 1e-6."""
-    cases = [
+def _profile_cases() -> list[Case]:
+    """Chapter 5's grid of offsets with each (d, b) of ``_PROFILE_CASES`` (exercises 5.1, 7.3)."""
+    return [
         Case(
             (_offset_grid(), dim, base),
             f"offsets {_offset_grid().tolist()}, dim={dim}, base={base:g}",
@@ -44,6 +40,15 @@ def _check_offset_profile(
         )
         for dim, base, kind in _PROFILE_CASES
     ]
+
+
+def _check_offset_profile(
+    name: str,
+    reader: Callable[[torch.Tensor, int, float], torch.Tensor],
+    reference: Callable[..., torch.Tensor],
+) -> None:
+    """Compare ``reader(offsets, dim, base)`` with ``reference`` on chapter 5's grid, to 1e-6."""
+    cases = _profile_cases()
     check(
         name,
         reader,

@@ -14,6 +14,18 @@ from pe_book.exercises.secret import seeded
 __all__ = ["check_relative_indices", "check_similarity_by_offset", "check_t5_bucket"]
 
 
+def _recording(reader: Callable[..., object]) -> tuple[list[object], Callable[..., object]]:
+    """``reader`` wrapped to keep every answer it gives, so that a miss can be diagnosed
+    from the reader's own last answer (a sign flip, a mirrored bucket)."""
+    answers: list[object] = []
+
+    def recorded(*args: object) -> object:
+        answers.append(answer := reader(*args))
+        return answer
+
+    return answers, recorded
+
+
 def check_relative_indices(
     reader: Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor],
 ) -> None:
@@ -41,11 +53,7 @@ def check_relative_indices(
             kind="positions that do not start at 0",
         )
     )
-    answers: list[object] = []
-
-    def recorded(*args: object) -> object:
-        answers.append(answer := reader(*args))
-        return answer
+    answers, recorded = _recording(reader)
 
     try:
         check(
@@ -106,11 +114,7 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
         )
         for *config, kind in configs
     ]
-    answers: list[object] = []
-
-    def recorded(*args: object) -> object:
-        answers.append(answer := reader(*args))
-        return answer
+    answers, recorded = _recording(reader)
 
     try:
         check(

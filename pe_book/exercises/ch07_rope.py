@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from pe_book import decay, rope, sinusoidal
-from pe_book.exercises.ch05_decay import _PROFILE_CASES, _offset_grid
+from pe_book.exercises.ch05_decay import _profile_cases
 from pe_book.exercises.grading import (
     Case,
     ExerciseMismatch,
@@ -132,14 +132,7 @@ def check_decay_bound(reader: Callable[[torch.Tensor, int, float], torch.Tensor]
     """Chapter 7: ``reader(offsets, dim, base)`` returns (1/(d/2)) Σ_ℓ |S_ℓ| per offset, to
     within 1e-6 + a relative 1e-6 (values reach d/4 + 1/2; offsets reach 123,456, so the
     angles must be float64, while a float32 result from float64 angles passes)."""
-    cases = [
-        Case(
-            (_offset_grid(), dim, base),
-            f"offsets {_offset_grid().tolist()}, dim={dim}, base={base:g}",
-            kind=kind,
-        )
-        for dim, base, kind in _PROFILE_CASES
-    ]
+    cases = _profile_cases()
     check(
         "decay_bound",
         reader,
