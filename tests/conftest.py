@@ -2,6 +2,7 @@
 
 import os
 
+import pytest
 import torch
 from hypothesis import settings
 
@@ -18,3 +19,14 @@ def pytest_configure(config):
     # `pytest -m "not slow"` leaves out the tests that start kernels by the dozen
     # (tests/test_grade.py: about a minute a chapter); make test runs them all.
     config.addinivalue_line("markers", "slow: starts many kernels (deselect: -m 'not slow')")
+
+
+@pytest.fixture(autouse=True)
+def _torch_global_state_restored():
+    # tests that exec a chapter's set-up cell in this process (the grader's and the
+    # editions' tests) may switch gradients off, as chapters 1 and 6 do: the next test
+    # must not inherit it
+    grad, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
+    yield
+    torch.set_grad_enabled(grad)
+    torch.set_default_dtype(dtype)

@@ -24,7 +24,8 @@ def book_solutions(stem):
     """{exercise name: the book's solution function} for one chapter, exec'd in-process."""
     nb = chapter(stem)
     namespace, found = {}, {}
-    with contextlib.redirect_stdout(io.StringIO()):
+    # torch.enable_grad() undoes a set-up cell's torch.set_grad_enabled(False) on exit
+    with contextlib.redirect_stdout(io.StringIO()), torch.enable_grad():
         exec(compile(notebook.source(nb.cells[1]), f"{stem}:set-up", "exec"), namespace)
         for exercise in notebook.exercises(nb):
             text = notebook.strip_checker_calls(notebook.source(nb.cells[exercise.solution]))

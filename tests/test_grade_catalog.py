@@ -34,7 +34,9 @@ def solutions():
         if not notebook.exercises(nb):
             continue
         namespace: dict = {}
-        with contextlib.redirect_stdout(io.StringIO()):
+        # a chapter's set-up may switch gradients off (chapters 1 and 6): torch.enable_grad()
+        # puts the mode back on exit, so the tests after this fixture are not run without them
+        with contextlib.redirect_stdout(io.StringIO()), torch.enable_grad():
             exec(compile(notebook.source(nb.cells[1]), f"{path.stem}:set-up", "exec"), namespace)
             for exercise in notebook.exercises(nb):
                 text = notebook.strip_checker_calls(notebook.source(nb.cells[exercise.solution]))
