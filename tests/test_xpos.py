@@ -188,7 +188,10 @@ def test_module_decoding_from_a_start_matches_the_function(start, length, layout
     torch.testing.assert_close(got_q, full_q[:, start:], rtol=1e-12, atol=0)
     torch.testing.assert_close(got_k, full_k[:, start:], rtol=1e-12, atol=0)
     expected = xpos.apply_xpos(q[:, start:], "query", start, layout=layout)
-    torch.testing.assert_close(got_q, expected, rtol=1e-12, atol=0)
+    # the module folds the decay into cos and sin (another order of the same products), so
+    # an entry near 0 may differ in relative terms: compare at 1e-12 of the largest entry
+    scale = float(expected.abs().max())
+    torch.testing.assert_close(got_q, expected, rtol=1e-12, atol=1e-12 * scale)
 
 
 def test_module_keeps_its_factors_in_float32_under_half():
