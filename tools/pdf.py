@@ -254,6 +254,7 @@ def page_count(pdf: Path) -> int:
 
 def _normal(text: str) -> str:
     text = text.replace("\u00ad", "").replace("‐", "-")
+    text = text.translate(str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"'}))  # smartquotes
     return re.sub(r"\s+", " ", text).strip().casefold()
 
 
