@@ -18,11 +18,17 @@ What the session leaves is for exercises or discussion in class, and
 model, not a measurement of a class: change them to yours. The model counts every word
 of the parts taught, although a lecturer speaks to slides rather than reading the text;
 the allowance for board work and questions is what makes it a lecturing pace.
+
+**What a plan leaves out** is computed, never written: :func:`omitted` lists the parts a
+plan only assigns as reading, the parts it cuts, and the exercises and written problems
+it never sets. **Assignments** name the chapters they need; a plan may set one no earlier
+than the lecture after which the last of those chapters is taught or read, and the work
+of its assignments, spread evenly over the weeks each runs, may not pass
+``MAX_WEEKLY_HOURS`` in any week. The guide's tables are in :mod:`pe_book.guide`.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,29 +42,33 @@ from pe_book._validate import validate_positive_float
 
 __all__ = [
     "BOARD_MINUTES",
+    "MAX_WEEKLY_HOURS",
     "QUESTION_SHARE",
     "Assignment",
     "Lecture",
     "LectureTime",
+    "Omitted",
     "Plan",
     "assignments",
     "boards",
     "cut",
     "demos",
+    "exercise_labels",
     "lecture_times",
-    "markdown_assignment",
-    "markdown_plan",
-    "markdown_weights",
+    "omitted",
     "plans",
-    "ranges",
-    "rounded_up",
+    "ready_after",
     "units",
+    "weekly_load",
 ]
 
 #: One derivation worked on the board, beyond the slide that states it.
 BOARD_MINUTES = 6.0
 #: Questions from the room, as a share of the presenting and board time.
 QUESTION_SHARE = 0.10
+#: The most hours of assignment work a plan asks of a student in any one week: a
+#: graduate module's student also does the week's exercises and written problems.
+MAX_WEEKLY_HOURS = 8.0
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,12 @@ class Lecture:
 
 @dataclass(frozen=True)
 class Assignment:
-    """A larger assignment spanning chapters, with its rubric (criterion, points)."""
+    """A larger assignment spanning chapters, with its rubric (criterion, points).
+
+    ``chapters`` are those it needs taught before it is set. ``cpu_minutes`` is the CPU
+    budget of its runs (0: none to run); ``measured`` names the study's methods whose
+    stored runs (``results/study/lm``) the budget is measured from, ``runs`` how many such
+    runs the assignment trains."""
 
     id: str
     title: str
@@ -85,6 +100,22 @@ class Assignment:
     hours: int
     statement: str
     rubric: tuple[tuple[str, int], ...]
+    cpu_minutes: int = 0
+    measured: tuple[str, ...] = ()
+    runs: int = 0
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """What a plan leaves out: parts only read, parts cut, exercises and problems not set."""
+
+    read: tuple[str, ...]
+    cut: tuple[str, ...]
+    exercises: tuple[str, ...]
+    problems: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.read or self.cut or self.exercises or self.problems)
 
 
 @dataclass(frozen=True)
@@ -155,8 +186,22 @@ def assignments() -> dict[str, Assignment]:
         text = {key: entry[key] for key in ("id", "title", "hours")}
         chapters, statement = tuple(entry["chapters"]), entry["statement"].strip()
         found[entry["id"]] = Assignment(
-            **text, chapters=chapters, statement=statement, rubric=rubric
+            **text,
+            chapters=chapters,
+            statement=statement,
+            rubric=rubric,
+            cpu_minutes=int(entry.get("cpu_minutes", 0)),
+            measured=tuple(entry.get("measured", ())),
+            runs=int(entry.get("runs", 0)),
         )
+    return found
+
+
+def exercise_labels(notebooks: Path) -> list[str]:
+    """Every exercise of chapters 1-14 by label ("3.1"), in book order."""
+    found: list[str] = []
+    for path in _chapter_paths(notebooks):
+        found += re.findall(r"\*\*Exercise (\d+\.\d+)", path.read_text(encoding="utf-8"))
     return found
 
 
@@ -183,13 +228,15 @@ def _labels(kind: str, labels: list[str], known: set[str], where: str) -> tuple[
 def plans(notebooks: Path, exercises: Iterable[str] | None = None) -> dict[int, Plan]:
     """The plans by number of weeks, checked against the chapters in ``notebooks``.
 
-    ``exercises`` (labels such as "3.1") are the exercises that exist; when given, a
-    homework naming another is refused. Every part a plan teaches or assigns must exist,
-    every board derivation must be on a section the lecture teaches, the weights must
-    add up to 100 and name the plan's assignments, and an assignment must be due after
-    the lectures that teach its chapters.
+    ``exercises`` (labels such as "3.1") are the exercises that exist (default: those of
+    the chapters); a homework naming another is refused. Every part a plan teaches or
+    assigns must exist, every board derivation must be on a section the lecture teaches,
+    the weights must add up to 100 and name the plan's assignments, an assignment must be
+    set no earlier than the lecture after which its chapters are taught (:func:`ready_after`),
+    and no week may ask more than ``MAX_WEEKLY_HOURS`` of assignment work (:func:`weekly_load`).
     """
     known = list(units(notebooks))
+    exercises = exercise_labels(notebooks) if exercises is None else list(exercises)
     posed = {p.label for p in problems.problems()}
     board_text, tasks = boards(), assignments()
     found = {}
@@ -218,7 +265,7 @@ def plans(notebooks: Path, exercises: Iterable[str] | None = None) -> dict[int, 
                     tuple(teach),
                     tuple(raw.get("boards", [])),
                     tuple(study),
-                    _labels("exercises", ex, set(exercises or ex), where),
+                    _labels("exercises", ex, set(exercises), where),
                     _labels("problems", raw.get("problems", []), posed, where),
                     tuple(raw["teach"]),
                 )
@@ -246,13 +293,46 @@ def _check_plan(
     if set(weights) - {"exercises", "problems", "exam"} != {i for i, _, _ in schedule}:
         raise ValueError(f"{where}: weights must name exactly its assignments {schedule}")
     for task, start, due in schedule:
-        covered = {
-            int(u.split(".")[0]) for lec in lectures[: due - 1] for u in lec.teach + lec.self_study
-        }
         if task not in tasks or not 1 <= start < due <= weeks + 1:
             raise ValueError(f"{where}: assignment {task} set {start}, due {due} is not possible")
-        if not set(tasks[task].chapters) <= covered:
-            raise ValueError(f"{where}: assignment {task} is due before its chapters are taught")
+        ready = ready_after(lectures, tasks[task].chapters)
+        if start < ready:
+            raise ValueError(
+                f"{where}: assignment {task} is set after lecture {start}, but its chapters"
+                f" {list(tasks[task].chapters)} are taught by lecture {ready}"
+            )
+    load = weekly_load(schedule, tasks)
+    heavy = {week: round(hours, 1) for week, hours in load.items() if hours > MAX_WEEKLY_HOURS}
+    if heavy:
+        raise ValueError(
+            f"{where}: assignments ask more than MAX_WEEKLY_HOURS = {MAX_WEEKLY_HOURS:g}"
+            f" hours in weeks {heavy}"
+        )
+
+
+def ready_after(lectures: Iterable[Lecture], chapters: Iterable[int]) -> int:
+    """The last lecture that teaches, or sets as reading, a part of one of ``chapters``
+    (0 when none does): an assignment needing them is set after it, not before."""
+    wanted = {str(c) for c in chapters}
+    return max(
+        (lec.number for lec in lectures for u in lec.teach + lec.self_study
+         if u.split(".")[0] in wanted),
+        default=0,
+    )
+
+
+def weekly_load(
+    schedule: Iterable[tuple[str, int, int]], tasks: dict[str, Assignment] | None = None
+) -> dict[int, float]:
+    """Week -> hours of assignment work, each assignment's hours spread evenly over the
+    weeks from the lecture it is set after to the one it is due before (week ``w`` runs
+    from lecture ``w`` to lecture ``w + 1``)."""
+    tasks = assignments() if tasks is None else tasks
+    load: dict[int, float] = {}
+    for task, start, due in schedule:
+        for week in range(start, due):
+            load[week] = load.get(week, 0.0) + tasks[task].hours / (due - start)
+    return dict(sorted(load.items()))
 
 
 def lecture_times(
@@ -297,103 +377,19 @@ def cut(plan: Plan, notebooks: Path) -> list[str]:
     return [u for u in units(notebooks) if u not in covered]
 
 
-# -- the guide's tables ----------------------------------------------------------------
-
-
-def _follows(a: str, b: str) -> bool:
-    (head_a, _, tail_a), (head_b, _, tail_b) = a.rpartition("."), b.rpartition(".")
-    numbered = tail_a.isdigit() and tail_b.isdigit()
-    return head_a == head_b and numbered and int(tail_a) + 1 == int(tail_b)
-
-
-def ranges(labels: Iterable[str]) -> str:
-    """Consecutive labels of one chapter joined: 1.1, 1.2, 1.3, 2.1 -> "1.1–1.3, 2.1"."""
-    runs: list[list[str]] = []
-    for label in labels:
-        if runs and _follows(runs[-1][-1], label):
-            runs[-1].append(label)
-        else:
-            runs.append([label])
-    return ", ".join(r[0] if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
-
-
-def _teaches(lec: Lecture) -> str:
-    whole = [g for g in lec.given if g.isdigit()]
-    parts = [g for g in lec.given if not g.isdigit()]
-    return ", ".join([f"ch. {g}" for g in whole] + ([ranges(parts)] if parts else []))
-
-
-def _homework(lec: Lecture) -> str:
-    text = [f"ex. {ranges(lec.exercises)}"] if lec.exercises else []
-    return "; ".join(text + ([f"pr. {ranges(lec.problems)}"] if lec.problems else []))
-
-
-def rounded_up(minutes: float, step: int = 5) -> int:
-    """Minutes rounded up to a multiple of ``step``: the model is not finer than that, and a
-    table of them does not change with every edit of a chapter's prose."""
-    return step * math.ceil(minutes / step - 1e-9)
-
-
-def markdown_plan(plan: Plan, times: list[LectureTime]) -> str:
-    """Two Markdown tables for a plan: what each lecture teaches and its minutes (rounded up
-    to 5, the rest of the session rounded down); then what is run live, read afterwards
-    and set as homework."""
-    live = demos()
-    first = [
-        "| # | lecture | teaches | board | min | left |",
-        "| --- | --- | --- | --- | --: | --: |",
-    ]
-    second = ["| # | run live | read after | homework |", "| --- | --- | --- | --- |"]
-    for lec, t in zip(plan.lectures, times, strict=True):
-        board = ", ".join(lec.boards) or "-"
-        total = rounded_up(t.total)
-        first.append(
-            f"| {lec.number} | {lec.title} | {_teaches(lec)} | {board} |"
-            f" {total} | {round(t.total + t.left) - total} |"
-        )
-        shown = ranges([u for u in lec.teach if u in live]) or "-"
-        after = _reading(lec.self_study) or "-"
-        second.append(f"| {lec.number} | {shown} | {after} | {_homework(lec)} |")
-    return "\n".join(first) + "\n\n" + "\n".join(second)
-
-
-def _reading(parts: Iterable[str]) -> str:
-    by_chapter: dict[str, list[str]] = {}
-    for unit in parts:
-        by_chapter.setdefault(unit.split(".")[0], []).append(unit)
-    return ", ".join(ranges(found) for found in by_chapter.values())
-
-
-def markdown_weights(found: dict[int, Plan]) -> str:
-    """One Markdown table of every plan's assessment weights, in percent."""
-    keys = ["exercises", "problems", *sorted(assignments()), "exam"]
-    names = {"exercises": "exercises", "problems": "written problems", "exam": "exam"}
-    head = "| plan | " + " | ".join(names.get(k, f"assignment {k}") for k in keys) + " |"
-    rows = [head, "| --- |" + " --: |" * len(keys)]
-    for weeks, plan in sorted(found.items(), reverse=True):
-        cells = [str(plan.weights[k]) if k in plan.weights else "-" for k in keys]
-        rows.append(f"| {weeks} weeks | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
-
-
-def markdown_assignment(task: Assignment, found: dict[int, Plan]) -> str:
-    """An assignment's statement, its rubric as a table, and when each plan sets it."""
-    when = [
-        f"{w} weeks: after lecture {s}, due before "
-        + (f"lecture {d}" if d <= w else "the exam week")
-        for w, plan in sorted(found.items(), reverse=True)
-        for i, s, d in plan.schedule
-        if i == task.id
-    ]
-    lines = [
-        f"**Assignment {task.id}: {task.title}** (chapters {ranges(map(str, task.chapters))};"
-        f" about {task.hours} hours)",
-        "",
-        task.statement,
-        "",
-        "| criterion | points |",
-        "| --- | --: |",
-    ]
-    lines += [f"| {criterion} | {points} |" for criterion, points in task.rubric]
-    lines += ["", "Set in the plans of " + ("; ".join(when) if when else "none") + "."]
-    return "\n".join(lines)
+def omitted(plan: Plan, notebooks: Path) -> Omitted:
+    """What ``plan`` leaves out, from its data alone: the parts it assigns as reading but
+    does not present, the parts it cuts (:func:`cut`), and the chapters' exercises and
+    written problems that no lecture sets, each in book order."""
+    if not isinstance(plan, Plan):
+        raise TypeError(f"plan must be a syllabus.Plan, got {type(plan).__name__}")
+    taught = {u for lec in plan.lectures for u in lec.teach}
+    read = {u for lec in plan.lectures for u in lec.self_study}
+    set_ex = {e for lec in plan.lectures for e in lec.exercises}
+    set_pr = {p for lec in plan.lectures for p in lec.problems}
+    return Omitted(
+        tuple(u for u in units(notebooks) if u in read and u not in taught),
+        tuple(cut(plan, notebooks)),
+        tuple(e for e in exercise_labels(notebooks) if e not in set_ex),
+        tuple(p.label for p in problems.problems() if p.label not in set_pr),
+    )

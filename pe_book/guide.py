@@ -1,0 +1,212 @@
+"""The instructor guide's tables, from the course plans of :mod:`pe_book.syllabus` (ch. 01-14).
+
+Every table and list the guide shows is printed from the data by these functions, so
+the guide cannot disagree with the plans: what each lecture teaches and its minutes
+(:func:`markdown_plan`), what a plan leaves out (:func:`markdown_omitted`, from
+:func:`pe_book.syllabus.omitted`), the assignments' load per week
+(:func:`markdown_load`), the weights (:func:`markdown_weights`), and each assignment
+with its rubric, its schedule in every plan and its CPU budget, measured from the
+study's stored runs (:func:`markdown_assignment`, :func:`run_minutes`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterable
+from pathlib import Path
+
+from pe_book import syllabus
+from pe_book.syllabus import Assignment, Lecture, LectureTime, Plan
+
+__all__ = [
+    "markdown_assignment",
+    "markdown_load",
+    "markdown_omitted",
+    "markdown_plan",
+    "markdown_weights",
+    "measured_budget",
+    "ranges",
+    "rounded_up",
+    "run_minutes",
+]
+
+
+def _follows(a: str, b: str) -> bool:
+    (head_a, _, tail_a), (head_b, _, tail_b) = a.rpartition("."), b.rpartition(".")
+    numbered = tail_a.isdigit() and tail_b.isdigit()
+    return head_a == head_b and numbered and int(tail_a) + 1 == int(tail_b)
+
+
+def ranges(labels: Iterable[str]) -> str:
+    """Consecutive labels of one chapter joined: 1.1, 1.2, 1.3, 2.1 -> "1.1–1.3, 2.1"."""
+    runs: list[list[str]] = []
+    for label in labels:
+        if runs and _follows(runs[-1][-1], label):
+            runs[-1].append(label)
+        else:
+            runs.append([label])
+    return ", ".join(r[0] if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
+
+
+def _teaches(lec: Lecture) -> str:
+    whole = [g for g in lec.given if g.isdigit()]
+    parts = [g for g in lec.given if not g.isdigit()]
+    return ", ".join([f"ch. {g}" for g in whole] + ([ranges(parts)] if parts else []))
+
+
+def _homework(lec: Lecture) -> str:
+    text = [f"ex. {ranges(lec.exercises)}"] if lec.exercises else []
+    return "; ".join(text + ([f"pr. {ranges(lec.problems)}"] if lec.problems else []))
+
+
+def rounded_up(minutes: float, step: int = 5) -> int:
+    """Minutes rounded up to a multiple of ``step``: the model is not finer than that, and a
+    table of them does not change with every edit of a chapter's prose."""
+    return step * math.ceil(minutes / step - 1e-9)
+
+
+def markdown_plan(plan: Plan, times: list[LectureTime]) -> str:
+    """Two Markdown tables for a plan: what each lecture teaches and its minutes (rounded up
+    to 5, the rest of the session rounded down); then what is run live, read afterwards
+    and set as homework."""
+    live = syllabus.demos()
+    first = [
+        "| # | lecture | teaches | board | min | left |",
+        "| --- | --- | --- | --- | --: | --: |",
+    ]
+    second = ["| # | run live | read after | homework |", "| --- | --- | --- | --- |"]
+    for lec, t in zip(plan.lectures, times, strict=True):
+        board = ", ".join(lec.boards) or "-"
+        total = rounded_up(t.total)
+        first.append(
+            f"| {lec.number} | {lec.title} | {_teaches(lec)} | {board} |"
+            f" {total} | {round(t.total + t.left) - total} |"
+        )
+        shown = ranges([u for u in lec.teach if u in live]) or "-"
+        after = _reading(lec.self_study) or "-"
+        second.append(f"| {lec.number} | {shown} | {after} | {_homework(lec)} |")
+    return "\n".join(first) + "\n\n" + "\n".join(second)
+
+
+def _reading(parts: Iterable[str]) -> str:
+    by_chapter: dict[str, list[str]] = {}
+    for unit in parts:
+        by_chapter.setdefault(unit.split(".")[0], []).append(unit)
+    return ", ".join(ranges(found) for found in by_chapter.values())
+
+
+def markdown_omitted(plan: Plan, notebooks: Path) -> str:
+    """What a plan leaves out, computed from its data (:func:`pe_book.syllabus.omitted`):
+    the parts only read, the parts cut, the exercises and problems never set; then the
+    plan's own words on what that loses."""
+    left = syllabus.omitted(plan, notebooks)
+    lines = [
+        f"- **{name}:** {ranges(labels) if labels else 'none'}"
+        for name, labels in [
+            ("Read, not presented", left.read),
+            ("Cut entirely (neither presented nor read)", left.cut),
+            ("Exercises never set", left.exercises),
+            ("Written problems never set", left.problems),
+        ]
+    ]
+    return "\n".join(lines) + f"\n\n**What is lost.** {plan.lost}"
+
+
+def markdown_load(plan: Plan) -> str:
+    """One sentence: the plan's assignment hours in its busiest week, against the bound."""
+    load = syllabus.weekly_load(plan.schedule)
+    if not load:
+        return "**Assignment load:** no assignment."
+    top = max(load.values())
+    weeks = [w for w, h in load.items() if h > top - 1e-9]
+    where = ranges(f"w.{w}" for w in weeks).replace("w.", "")
+    return (
+        f"**Assignment load:** at most {top:.1f} hours in a week"
+        f" ({'weeks' if len(weeks) > 1 else 'week'} {where}),"
+        f" within the bound of {syllabus.MAX_WEEKLY_HOURS:g}; each assignment's hours spread"
+        " evenly from the lecture it is set after to the one it is due before."
+    )
+
+
+def markdown_weights(found: dict[int, Plan]) -> str:
+    """One Markdown table of every plan's assessment weights, in percent."""
+    keys = ["exercises", "problems", *sorted(syllabus.assignments()), "exam"]
+    names = {"exercises": "exercises", "problems": "written problems", "exam": "exam"}
+    head = "| plan | " + " | ".join(names.get(k, f"assignment {k}") for k in keys) + " |"
+    rows = [head, "| --- |" + " --: |" * len(keys)]
+    for weeks, plan in sorted(found.items(), reverse=True):
+        cells = [str(plan.weights[k]) if k in plan.weights else "-" for k in keys]
+        rows.append(f"| {weeks} weeks | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def run_minutes(results: Path, methods: Iterable[str], design: str = "lm") -> dict[str, list]:
+    """Method -> the minutes each stored run of the study took (its ``wall_seconds``, on
+    one thread, so no less than its CPU time), from ``results/study/<design>/seed*/``."""
+    if not isinstance(results, Path) or not (results / "study" / design).is_dir():
+        raise ValueError(f"results must be the folder holding study/{design}, got {results!r}")
+    return {
+        m: [
+            json.loads(path.read_text(encoding="utf-8"))["wall_seconds"] / 60
+            for path in sorted((results / "study" / design).glob(f"seed*/{m}.json"))
+        ]
+        for m in methods
+    }
+
+
+def measured_budget(task: Assignment, results: Path) -> tuple[float, int]:
+    """The CPU-minutes an assignment's runs need by the study's own runs, and how many runs
+    that rests on: ``task.runs`` times the slowest median per-run time among the methods
+    it is measured from (a median, so one run slowed by a busy machine does not set it)."""
+    found = run_minutes(results, task.measured)
+    if not task.measured or not all(found.values()):
+        raise ValueError(f"assignment {task.id}: no stored runs of {list(task.measured)}")
+    slowest = max(statistics.median(times) for times in found.values())
+    return task.runs * slowest, sum(len(times) for times in found.values())
+
+
+def _budget(task: Assignment, results: Path | None) -> list[str]:
+    if not task.cpu_minutes:
+        return []
+    text = (
+        f"**CPU budget:** {task.cpu_minutes} CPU-minutes for every run the assignment needs,"
+        " on a machine like the book's (2 cores; two runs side by side)"
+    )
+    if results is not None and task.measured:
+        need, _ = measured_budget(task, results)
+        methods = " and ".join(task.measured)
+        text += (
+            f": the study's own stored runs of {methods} took a median of"
+            f" {need / task.runs:.0f} minutes each on one thread, so its {task.runs} runs need"
+            f" about {need:.0f}; the rest is for the extra readings and a slower machine"
+        )
+    return ["", text + "."]
+
+
+def markdown_assignment(
+    task: Assignment, found: dict[int, Plan], results: Path | None = None
+) -> str:
+    """An assignment's statement, its CPU budget (measured from ``results`` when given),
+    its rubric as a table, and when each plan sets it."""
+    when = [
+        f"{w} weeks: after lecture {s}, due before "
+        + (f"lecture {d}" if d <= w else "the exam week")
+        for w, plan in sorted(found.items(), reverse=True)
+        for i, s, d in plan.schedule
+        if i == task.id
+    ]
+    lines = [
+        f"**Assignment {task.id}: {task.title}** (needs chapters"
+        f" {ranges(map(str, task.chapters))}; about {task.hours} hours)",
+        "",
+        task.statement,
+        *_budget(task, results),
+        "",
+        "| criterion | points |",
+        "| --- | --: |",
+    ]
+    lines += [f"| {criterion} | {points} |" for criterion, points in task.rubric]
+    lines += ["", "Set in the plans of " + ("; ".join(when) if when else "none") + "."]
+    return "\n".join(lines)
