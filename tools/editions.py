@@ -10,7 +10,8 @@ writes, from notebooks/ as it is (stored outputs, nothing executed):
     build/editions/student/notebooks/      the same pages without what only a lecturer sees
     build/editions/student/html/           its HTML book
 
-The student edition removes (it does not hide) what pe_book.exercises.notebook marks:
+The student edition removes (it does not hide) what pe_book.exercises.notebook marks
+(and renumbers the execution counts of what is left 1, 2, 3, ...):
 the solution cell after each exercise stub (its output goes with it), solution regions
 (``### BEGIN SOLUTION`` / ``### END SOLUTION`` in code, ``<!-- BEGIN SOLUTION -->`` /
 ``<!-- END SOLUTION -->`` in Markdown: chapter 14's interview answers), cells tagged
@@ -134,11 +135,27 @@ def student_pages(folder: Path) -> list[str]:
             nb["cells"] = [
                 c for c in nb["cells"] if "instructor" not in c["metadata"].get("tags", [])
             ]
-            _write(page, notebook.student_edition(nb))
+            _write(page, renumber(notebook.student_edition(nb)))
         else:
             text = page.read_text(encoding="utf-8")
             page.write_text(notebook.MARKDOWN_REGION.sub("", text), encoding="utf-8")
     return sorted(removed)
+
+
+def renumber(nb: dict) -> dict:
+    """Execution counts 1, 2, 3, ... over the code cells that were run, in order, with each
+    cell's ``execute_result`` numbered like its cell: the student edition drops cells, and a
+    notebook whose counts skip numbers reads as run out of order."""
+    count = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code" or cell.get("execution_count") is None:
+            continue
+        count += 1
+        cell["execution_count"] = count
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "execute_result":
+                out["execution_count"] = count
+    return nb
 
 
 def _stream(cell: dict) -> str:
