@@ -1,23 +1,9 @@
 """pe_book.lecture: the preface's presenting times, from a chapter's words and live cells."""
 
-import json
-
 import pytest
+from notebook_cells import code, markdown, write
 
 from pe_book import lecture
-
-
-def write(path, cells):
-    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
-    return path
-
-
-def markdown(text):
-    return {"cell_type": "markdown", "source": [text], "metadata": {}}
-
-
-def code(slide="-"):
-    return {"cell_type": "code", "source": ["1"], "metadata": {"slideshow": {"slide_type": slide}}}
 
 
 def test_words_stop_at_references_and_leave_display_math_out(tmp_path):

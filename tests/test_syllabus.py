@@ -1,11 +1,11 @@
 """pe_book.syllabus and lecture.section_times: every plan's lectures fit 90 minutes with at
 least 25 left, and every plan names only sections, exercises and problems that exist."""
 
-import json
 import re
 from pathlib import Path
 
 import pytest
+from notebook_cells import code, markdown, write
 
 from pe_book import guide, lecture, problems, syllabus
 
@@ -24,19 +24,6 @@ def exercise_labels():
 @pytest.fixture(scope="module")
 def plans():
     return syllabus.plans(NOTEBOOKS, exercises=exercise_labels())
-
-
-def write(path, cells):
-    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
-    return path
-
-
-def markdown(text):
-    return {"cell_type": "markdown", "source": [text], "metadata": {}}
-
-
-def code(slide="-"):
-    return {"cell_type": "code", "source": ["1"], "metadata": {"slideshow": {"slide_type": slide}}}
 
 
 def test_sections_split_the_chapter_s_count_exactly():
