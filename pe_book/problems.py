@@ -1,11 +1,15 @@
 """Written problems: pen-and-paper questions for chapters 1-14 and an exam bank (instructor guide).
 
-The problems live as data in ``pe_book/data/problems.toml``: for each chapter 1 to 14,
+The questions live as data in ``pe_book/data/problems.toml``: for each chapter 1 to 14,
 three to five questions (derivations, computations by hand, "what if", reading a
-figure) with worked answers and point values, and a short exam bank whose questions
-span chapters. :func:`render` writes them as MyST Markdown, the instructor's copy with
-the answers and the student's without (``include_answers=False``: the answers are left
-out, not hidden). Every number an answer states is recomputed with pe_book by
+figure) with point values. Their worked answers and the exam bank, whose questions span
+chapters, live in the repository's ``instructor/answers.toml``, outside the package, so
+the package's wheel (what a student installs) carries no answer. :func:`answers` and
+:func:`exam` read that file (or the one ``$PE_BOOK_ANSWERS`` names) and raise
+:class:`AnswersMissing`, saying where to get it, when it is absent. :func:`render` writes
+the problems as MyST Markdown, the instructor's copy with the answers and the student's
+without (``include_answers=False``: the answers are left out, not hidden; it needs no
+answers file). Every number an answer states is recomputed with pe_book by
 ``tests/test_problems_numbers.py``.
 
 The file is checked when it is read (:func:`validate`): every chapter has
@@ -16,22 +20,31 @@ the exam bank holds ``EXAM_SIZE`` questions numbered 1, 2, ... on existing chapt
 
 from __future__ import annotations
 
+import copy
+import os
 import re
+import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from pe_book._toml import read_data_toml
 
 __all__ = [
+    "ANSWERS",
     "CHAPTERS",
     "EXAM_SIZE",
     "KINDS",
     "MAX_PER_CHAPTER",
     "MIN_PER_CHAPTER",
+    "AnswersMissing",
     "ExamQuestion",
     "Problem",
+    "answers",
+    "answers_path",
+    "data",
     "exam",
     "problems",
     "render",
@@ -49,6 +62,12 @@ MAX_PER_CHAPTER = 5
 EXAM_SIZE = (10, 15)
 #: What a problem asks for: prove, compute by hand, predict a change, read a figure.
 KINDS = ("derivation", "computation", "what if", "figure")
+#: The worked answers and the exam bank: in the repository, beside the package, never in it.
+ANSWERS = Path(__file__).resolve().parents[1] / "instructor" / "answers.toml"
+
+
+class AnswersMissing(FileNotFoundError):
+    """The answers file is not on this machine: pe_book was installed without its repository."""
 
 
 @dataclass(frozen=True)
@@ -60,11 +79,15 @@ class Problem:
     points: int
     kind: str
     question: str
-    answer: str
 
     @property
     def label(self) -> str:
         return f"{self.chapter}.{self.number}"
+
+    @property
+    def answer(self) -> str:
+        """The worked answer, from the answers file (:class:`AnswersMissing` without it)."""
+        return answers()[self.label]
 
 
 @dataclass(frozen=True)
@@ -99,10 +122,14 @@ def _numbered(where: str, numbers: list[int]) -> None:
         raise ValueError(f"{where}: problems must be numbered 1, 2, ... in order, got {numbers}")
 
 
-def validate(data: dict[str, Any]) -> tuple[tuple[Problem, ...], tuple[ExamQuestion, ...]]:
-    """Check the parsed problems file and return its problems and exam questions.
+def validate(
+    data: dict[str, Any], with_answers: bool = True
+) -> tuple[tuple[Problem, ...], tuple[ExamQuestion, ...]]:
+    """Check the parsed problems (:func:`data`) and return its problems and exam questions.
 
-    Raises ValueError naming the chapter and problem at fault.
+    With ``with_answers`` every problem needs its answer and the exam bank must be there;
+    without, both are ignored and no exam question is returned. Raises ValueError naming
+    the chapter and problem at fault.
     """
     if not isinstance(data, dict):
         raise TypeError(f"data must be the parsed TOML (a dict), got {type(data).__name__}")
@@ -119,6 +146,8 @@ def validate(data: dict[str, Any]) -> tuple[tuple[Problem, ...], tuple[ExamQuest
         kind = entry.get("kind")
         if kind not in KINDS:
             raise ValueError(f"{where}: kind must be one of {KINDS}, got {kind!r}")
+        if with_answers:
+            _text(where, "answer", entry.get("answer"))
         found.append(
             Problem(
                 chapter,
@@ -126,7 +155,6 @@ def validate(data: dict[str, Any]) -> tuple[tuple[Problem, ...], tuple[ExamQuest
                 _positive(where, "points", entry.get("points")),
                 kind,
                 _text(where, "question", entry.get("question")),
-                _text(where, "answer", entry.get("answer")),
             )
         )
     for chapter in CHAPTERS:
@@ -137,6 +165,8 @@ def validate(data: dict[str, Any]) -> tuple[tuple[Problem, ...], tuple[ExamQuest
                 f" {MIN_PER_CHAPTER} to {MAX_PER_CHAPTER}"
             )
         _numbered(f"chapter {chapter}", numbers)
+    if not with_answers:
+        return tuple(found), ()
     questions: list[ExamQuestion] = []
     for entry in data.get("exam", []):
         where = f"exam question {entry.get('number')}"
@@ -159,11 +189,62 @@ def validate(data: dict[str, Any]) -> tuple[tuple[Problem, ...], tuple[ExamQuest
     return tuple(found), tuple(questions)
 
 
+def answers_path() -> Path:
+    """The answers file: ``$PE_BOOK_ANSWERS`` when set, else :data:`ANSWERS`."""
+    return Path(os.environ.get("PE_BOOK_ANSWERS") or ANSWERS)
+
+
 @cache
-def _loaded() -> tuple[tuple[Problem, ...], tuple[ExamQuestion, ...], dict[int, str]]:
-    data = read_data_toml("problems.toml")
-    found, questions = validate(data)
-    return found, questions, {int(c): t for c, t in data["titles"].items()}
+def _answers_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise AnswersMissing(
+            f"the written problems' answers and the exam bank are not in this installation:"
+            f" no {path}. They ship with the book's repository (instructor/answers.toml),"
+            " never in the pe_book package; build the instructor edition from a clone, or"
+            " set PE_BOOK_ANSWERS to the file. The questions need no answers:"
+            " render(include_answers=False)."
+        )
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def data(with_answers: bool = True) -> dict[str, Any]:
+    """The parsed problems file, a fresh copy; ``with_answers`` adds each problem's
+    ``answer`` and the ``exam`` bank from :func:`answers_path`."""
+    found = copy.deepcopy(read_data_toml("problems.toml"))
+    if with_answers:
+        extra = copy.deepcopy(_answers_file(answers_path()))
+        worked = extra.get("answers", {})
+        labels = {f"{p.get('chapter')}.{p.get('number')}" for p in found.get("problem", [])}
+        if set(worked) - labels:
+            raise ValueError(f"answers for problems that do not exist: {set(worked) - labels}")
+        for entry in found.get("problem", []):
+            label = f"{entry.get('chapter')}.{entry.get('number')}"
+            if label in worked:
+                entry["answer"] = worked[label]
+        found["exam"] = extra.get("exam", [])
+    return found
+
+
+@cache
+def _loaded() -> tuple[tuple[Problem, ...], dict[int, str]]:
+    parsed = data(with_answers=False)
+    found, _ = validate(parsed, with_answers=False)
+    return found, {int(c): t for c, t in parsed["titles"].items()}
+
+
+@cache
+def _worked(path: Path) -> tuple[dict[str, str], tuple[ExamQuestion, ...]]:
+    parsed = data(with_answers=True)
+    _, questions = validate(parsed)
+    return {f"{p['chapter']}.{p['number']}": p["answer"].strip() for p in parsed["problem"]}, (
+        questions
+    )
+
+
+def answers() -> dict[str, str]:
+    """Problem label ("9.3") -> its worked answer, from the answers file; raises
+    :class:`AnswersMissing` when pe_book runs without its repository."""
+    return dict(_worked(answers_path())[0])
 
 
 def problems(chapter: int | None = None) -> tuple[Problem, ...]:
@@ -174,13 +255,13 @@ def problems(chapter: int | None = None) -> tuple[Problem, ...]:
 
 
 def exam() -> tuple[ExamQuestion, ...]:
-    """The exam bank, in order."""
-    return _loaded()[1]
+    """The exam bank, in order, from the answers file (:class:`AnswersMissing` without it)."""
+    return _worked(answers_path())[1]
 
 
 def titles() -> dict[int, str]:
     """Chapter number -> the chapter's title, as its notebook heads it."""
-    return dict(_loaded()[2])
+    return dict(_loaded()[1])
 
 
 #: a line that starts a part of a question or answer: "(a) ", "(iv) "
@@ -212,8 +293,10 @@ def render(
 ) -> str:
     """The problems as MyST Markdown: a section per chapter, then the exam bank.
 
-    ``include_answers=False`` leaves every answer out (the student edition);
-    ``chapters`` picks chapters (default all); ``exam_bank=False`` leaves the bank out;
+    ``include_answers=False`` leaves every answer out (the student edition) and the exam
+    bank too, whose questions live with the answers; ``include_answers=True`` needs the
+    answers file (:class:`AnswersMissing`); ``chapters`` picks chapters (default all);
+    ``exam_bank=False`` leaves the bank out;
     ``heading`` is the Markdown level of each section ("##" by default).
     """
     if not isinstance(include_answers, bool):
@@ -234,7 +317,7 @@ def render(
             lines += [f"**Problem {p.label}** ({_points(p.points)}; {p.kind})", ""]
             lines += [_paragraphs(p.question), ""]
             lines += _answer(p.label, p.answer) if include_answers else []
-    if exam_bank:
+    if exam_bank and include_answers:
         bank = exam()
         lines += [f"{heading} Exam bank", ""]
         lines += [f"{len(bank)} questions, {sum(q.points for q in bank)} points.", ""]

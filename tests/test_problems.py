@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from pe_book import problems
-from pe_book._toml import read_data_toml
 
 NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
 
@@ -53,10 +52,13 @@ def test_the_instructor_rendering_holds_every_question_and_answer():
     assert text.count(":::{admonition} Answer") == len(problems.problems()) + len(problems.exam())
 
 
-def test_the_student_rendering_leaves_every_answer_out():
+def test_the_student_rendering_leaves_every_answer_and_the_exam_bank_out():
     text = problems.render(include_answers=False)
     assert ":::{admonition} Answer" not in text and ":::" not in text
-    for item in (*problems.problems(), *problems.exam()):
+    assert "Exam bank" not in text
+    for q in problems.exam():
+        assert q.question.splitlines()[0][:60] not in text, f"exam question {q.label} leaks"
+    for item in problems.problems():
         assert item.question.splitlines()[0][:60] in text
         for line in item.answer.splitlines():
             if len(line) > 40:
@@ -81,7 +83,7 @@ def test_display_formulas_are_paragraphs_of_their_own():
 
 
 def data():
-    return copy.deepcopy(read_data_toml("problems.toml"))
+    return copy.deepcopy(problems.data())
 
 
 def first_problem_of(chapter, table):

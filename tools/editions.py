@@ -107,9 +107,9 @@ def _problems_page() -> str:
 
     return (
         "# Written problems\n\n"
-        "Pen-and-paper problems for chapters 1 to 14, with the points each earns, and an"
-        " exam bank of questions that span chapters. The worked answers are in the"
-        " instructor edition.\n\n" + problems.render(include_answers=False)
+        "Pen-and-paper problems for chapters 1 to 14, with the points each earns. The"
+        " worked answers and the exam bank are in the instructor edition.\n\n"
+        + problems.render(include_answers=False)
     )
 
 
@@ -196,10 +196,12 @@ def secrets_of(folder: Path) -> dict[str, list[str]]:
 
 
 def answers() -> list[str]:
-    """The lines of every written problem's and exam question's worked answer."""
+    """The lines of every written problem's worked answer and of the exam bank."""
     from pe_book import problems
 
-    worked = [p.answer for p in problems.problems()] + [q.answer for q in problems.exam()]
+    bank = problems.exam()  # instructor-only: its questions too
+    worked = [p.answer for p in problems.problems()] + [q.answer for q in bank]
+    worked += [q.question for q in bank]
     return [line for text in worked for line in _fragments(text)]
 
 
