@@ -7,6 +7,9 @@ import torch
 from pe_book import exercises, symmetry
 from pe_book.attention import attention, causal_mask
 
+# these tests pass the package's own functions as the reader's right answers
+pytestmark = pytest.mark.usefixtures("reference_calls_allowed")
+
 
 def stub(*args):
     raise NotImplementedError

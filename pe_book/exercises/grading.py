@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pe_book.exercises import secret
+from pe_book.exercises import own_work, secret
 from pe_book.exercises.policy import judge, tolerance_text
 
 __all__ = [
@@ -135,16 +135,21 @@ def _raised(exc: Exception) -> str:
 def attempt(reader: Callable[..., Any], *args: Any) -> Any:
     """``reader(*args)``; a stub's NotImplementedError ends the grading as "not attempted"."""
     try:
-        return reader(*args)
+        with own_work.guard() as hits:
+            answer = reader(*args)
     except NotImplementedError as exc:
         raise _NotAttempted from exc
+    if hits:  # the reader's function called the package's own answer
+        raise ExerciseMismatch(own_work.called(hits))
+    return answer
 
 
 @contextlib.contextmanager
 def _grading(name: str) -> Iterator[None]:
     """Run a checker's body; a stub met by :func:`attempt` prints "not attempted yet"."""
     try:
-        yield
+        with own_work.watching(name):
+            yield
     except _NotAttempted:
         print(NOT_ATTEMPTED.format(name=name))
 
@@ -237,6 +242,8 @@ def check(
                 got = attempt(reader, *case.args)
             except _NotAttempted:
                 raise
+            except ExerciseMismatch as mismatch:  # it called the exercise's reference
+                raise ExerciseMismatch(f"{heading}: {mismatch}") from None
             except Exception as exc:
                 raise ExerciseMismatch(
                     f"{heading}: your function {_raised(exc)}\ninput: {case.description}"
