@@ -6,25 +6,33 @@ the guide cannot disagree with the plans: what each lecture teaches and its minu
 :func:`pe_book.syllabus.omitted`), the assignments' load per week
 (:func:`markdown_load`), the weights (:func:`markdown_weights`), and each assignment
 with its rubric, its schedule in every plan and its CPU budget, measured from the
-study's stored runs (:func:`markdown_assignment`, :func:`run_minutes`).
+study's stored runs (:func:`markdown_assignment`, :func:`run_minutes`), and for every
+lecture that takes parts of chapters, which slides of which chapter's deck to show
+(:func:`lecture_slides`, :func:`markdown_slides`, from the ``[deck_parts]`` of
+``pe_book/data/syllabus.toml``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections.abc import Iterable
 from pathlib import Path
 
 from pe_book import syllabus
+from pe_book._toml import read_data_toml
 from pe_book.syllabus import Assignment, Lecture, LectureTime, Plan
 
 __all__ = [
+    "deck_titles",
+    "lecture_slides",
     "markdown_assignment",
     "markdown_load",
     "markdown_omitted",
     "markdown_plan",
+    "markdown_slides",
     "markdown_weights",
     "measured_budget",
     "ranges",
@@ -210,3 +218,84 @@ def markdown_assignment(
     lines += [f"| {criterion} | {points} |" for criterion, points in task.rubric]
     lines += ["", "Set in the plans of " + ("; ".join(when) if when else "none") + "."]
     return "\n".join(lines)
+
+
+# -- which slides a lecture shows ------------------------------------------------------
+
+
+def deck_titles(path: Path) -> list[str]:
+    """A deck source's slide titles in order, as tools/decks.py cuts it: the ``# `` title
+    slide, then one slide per ``## `` heading outside fenced code; slide k is item k - 1."""
+    titles, fenced = [], False
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,2} ", line):
+            titles.append(line.split(" ", 1)[1].strip())
+    return titles
+
+
+def _deck(slides: Path, chapter: str) -> Path:
+    found = sorted(Path(slides).glob(f"{int(chapter):02d}_*.md"))
+    if len(found) != 1:
+        raise ValueError(f"{slides}: expected one deck for chapter {chapter}, found {found}")
+    return found[0]
+
+
+def _part_slides(slides: Path, chapter: str) -> dict[str, list[int]]:
+    """A chapter's parts -> the slide numbers of its deck that present them."""
+    parts = read_data_toml("syllabus.toml")["deck_parts"]
+    deck = _deck(slides, chapter)
+    titles = deck_titles(deck)
+    starts = []
+    for unit, title in parts.items():
+        if unit.split(".")[0] != chapter:
+            continue
+        if title not in titles:
+            raise ValueError(f"[deck_parts] {unit}: no slide titled {title!r} in {deck.name}")
+        starts.append((titles.index(title) + 1, unit))
+    if [u for _, u in sorted(starts)] != [u for _, u in starts]:
+        raise ValueError(f"[deck_parts]: chapter {chapter}'s parts are out of order in {deck.name}")
+    bounds = [1] + [k for k, _ in starts] + [len(titles) + 1]
+    units = [f"{chapter}.intro"] + [u for _, u in starts]
+    return {u: list(range(a, b)) for u, a, b in zip(units, bounds[:-1], bounds[1:], strict=True)}
+
+
+def lecture_slides(lec: Lecture, slides: Path) -> dict[str, list[int]]:
+    """Deck file name -> the slides (numbers as the built deck shows them) presenting what
+    ``lec`` teaches, in order; a part with no slide of its own adds none."""
+    found: dict[str, list[int]] = {}
+    for chapter in dict.fromkeys(u.split(".")[0] for u in lec.teach):
+        parts = _part_slides(slides, chapter)
+        shown = sorted(k for u in lec.teach if u.split(".")[0] == chapter for k in parts.get(u, []))
+        if shown:
+            found[_deck(slides, chapter).name] = shown
+    return found
+
+
+def _spans(numbers: list[int]) -> str:
+    return ranges(f"s.{k}" for k in numbers).replace("s.", "")
+
+
+def markdown_slides(plan: Plan, slides: Path) -> str:
+    """For each lecture that takes parts of chapters (not whole ones), the slides of each
+    chapter's deck to show; the parts it teaches that no slide presents."""
+    lines = []
+    for lec in plan.lectures:
+        if all(g.isdigit() for g in lec.given):
+            continue
+        shown = lecture_slides(lec, slides)
+        decks = "; ".join(f"`{name}` slides {_spans(ks)}" for name, ks in shown.items())
+        bare = [
+            u for u in lec.teach
+            if not _part_slides(slides, u.split(".")[0]).get(u)
+        ]
+        extra = f" (no slide: {ranges(bare)}, from the chapter)" if bare else ""
+        lines.append(f"- lecture {lec.number}: {decks}{extra}")
+    if not lines:
+        return "**Slides:** every lecture is whole chapters: show each chapter's deck, all of it."
+    head = (
+        "**Slides for the lectures that take parts of chapters** (numbers as the built deck"
+        " shows them; `make slides`, then jump with the slide number):"
+    )
+    return head + "\n\n" + "\n".join(lines)

@@ -17,6 +17,7 @@ import numpy as np
 __all__ = [
     "DPI",
     "heatmap",
+    "line_styles",
     "plot_alibi_slopes",
     "plot_bias_weights",
     "plot_decay",
@@ -80,6 +81,26 @@ def use_slide_style() -> None:
     import matplotlib.pyplot  # noqa: F401 - as in use_book_style
 
     mpl.rcParams.update(_SLIDE_STYLE)
+
+
+#: Ten colours (matplotlib's tab10) and fourteen markers: enough for every method of the
+#: chapter 11 study to have a line of its own.
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p", "d", "8")
+
+
+def line_styles(names) -> dict[str, dict]:
+    """One line style per name, no two alike, for a figure of many lines (chapter 11's
+    fourteen methods; the lecture decks): a colour of matplotlib's ten, solid for the first
+    ten names and dashed after, and a marker of its own, so each line differs from every
+    other in its marker and from all but one in its colour. Pass the same names in the same
+    order to every figure and a method keeps its style across them. Up to 14 names."""
+    names = list(names)
+    if len(names) > len(_MARKERS) or len(set(names)) != len(names):
+        raise ValueError(f"names must be at most {len(_MARKERS)} distinct names, got {names}")
+    return {
+        name: {"color": f"C{i % 10}", "ls": "-" if i < 10 else "--", "marker": _MARKERS[i]}
+        for i, name in enumerate(names)
+    }
 
 
 def heatmap(

@@ -173,3 +173,63 @@ def test_run_minutes_reads_the_records_and_refuses_a_wrong_folder():
 def test_omitted_refuses_what_is_not_a_plan():
     with pytest.raises(TypeError, match="plan must be"):
         syllabus.omitted("10", NOTEBOOKS)
+
+
+# -- which slides a shared lecture shows (issue 27 review, item 4) ----------------------
+
+SLIDES = ROOT / "slides"
+
+
+def test_deck_parts_name_slides_of_their_chapter_s_deck_in_order():
+    from pe_book._toml import read_data_toml
+
+    parts = read_data_toml("syllabus.toml")["deck_parts"]
+    assert set(parts) <= set(syllabus.units(NOTEBOOKS))
+    for chapter in range(1, 15):
+        found = guide._part_slides(SLIDES, str(chapter))  # raises on a missing or misordered title
+        numbers = [k for ks in found.values() for k in ks]
+        total = len(guide.deck_titles(guide._deck(SLIDES, str(chapter))))
+        assert numbers == list(range(1, total + 1)), f"chapter {chapter}: every slide, once"
+
+
+def test_slide_numbers_are_those_the_deck_build_gives():
+    """guide.deck_titles counts slides as tools/decks.py cuts a deck into them."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import decks  # tools/decks.py
+
+    for source in decks.decks():
+        built = [
+            c.source.split("\n", 1)[0].lstrip("#").strip()
+            for c in decks.read_deck(source).cells
+            if c.cell_type == "markdown" and c.metadata["slideshow"]["slide_type"] == "slide"
+        ]
+        assert built == guide.deck_titles(source), source.name
+
+
+@pytest.mark.parametrize("weeks", WEEKS)
+def test_every_lecture_taking_parts_of_chapters_names_slides_that_exist(plans, weeks):
+    text = guide.markdown_slides(plans[weeks], SLIDES)
+    for lec in plans[weeks].lectures:
+        if all(g.isdigit() for g in lec.given):
+            continue
+        shown = guide.lecture_slides(lec, SLIDES)
+        chapters = {u.split(".")[0] for u in lec.teach}
+        assert {name[:2].lstrip("0") for name in shown} == chapters, (weeks, lec.number)
+        for name, numbers in shown.items():
+            total = len(guide.deck_titles(SLIDES / name))
+            assert numbers and set(numbers) <= set(range(1, total + 1)), (weeks, name)
+        assert f"- lecture {lec.number}: " in text
+    if weeks == 14:
+        assert "every lecture is whole chapters" in text
+
+
+def test_a_slide_title_that_no_deck_has_is_refused(monkeypatch):
+    from pe_book import _toml
+
+    real = _toml.read_data_toml("syllabus.toml")
+    spoiled = {**real, "deck_parts": {**real["deck_parts"], "3.2": "No such slide"}}
+    monkeypatch.setattr(guide, "read_data_toml", lambda name: spoiled)
+    with pytest.raises(ValueError, match=r"3.2: no slide titled 'No such slide'"):
+        guide._part_slides(SLIDES, "3")

@@ -236,7 +236,12 @@ def positions_rst() -> str:
         done = hooks(cls)
         what = "; ".join(HOOK_MEANING[d] for d in done) or "nothing: only the causal mask"
         first = inspect.getdoc(cls).splitlines()[0]
-        lines += [f"- ``{name}``, :class:`~{cls.__module__}.{cls.__name__}`: {what}. {first}", ""]
+        lines += [  # the label is the anchor chapters link to (tools/api_links.py)
+            f".. _position-{name}:",
+            "",
+            f"- ``{name}``, :class:`~{cls.__module__}.{cls.__name__}`: {what}. {first}",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -312,16 +317,20 @@ def scrub_paths(app, doctree: nodes.document) -> None:
 
 
 def register_module_anchors(app, doctree: nodes.document) -> None:
-    """doctree-read: let Markdown links reach a module, ``[x](api.md#module-pe_book.rope)``.
+    """doctree-read: let Markdown links reach the reference's entries: a module,
+    ``[x](api.md#module-pe_book.rope)``, a function, class, constant or method,
+    ``[x](api.md#pe_book.rope.apply_rope)``, a registered position method,
+    ``[x](api_positions.md#position-rope)`` (tools/api_links.py writes these links).
 
     MyST resolves ``page.md#anchor`` only against the headings it parsed itself; the
-    module targets autodoc made inside the generated reference are added to them.
+    targets autodoc (and :func:`positions_rst`'s labels) made inside the generated
+    reference are added to them.
     """
     env = app.env
     slugs = env.metadata[env.docname].setdefault("myst_slugs", {})
     for node in doctree.findall(nodes.Element):
         for target in node.get("ids", []):
-            if target.startswith("module-pe_book"):
+            if target.startswith(("module-pe_book", "pe_book.", "position-")):
                 slugs.setdefault(target, (2, target, target.removeprefix("module-")))
 
 
