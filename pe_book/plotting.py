@@ -265,8 +265,16 @@ def plot_pair_turning(
         ax.annotate("", xy=(radius * np.sin(arc[-1]), radius * np.cos(arc[-1])),
                     xytext=(radius * np.sin(arc[-3]), radius * np.cos(arc[-3])),
                     arrowprops={"arrowstyle": "->", "color": "C3"})
+        middle = arc[len(arc) // 2]  # the arc's name, outside its middle
+        ax.annotate(f"{m}→{m + shift}", (0, 0), fontsize=7, color="C3", ha="center",
+                    va="center", xytext=((radius + 0.17) * np.sin(middle),
+                                         (radius + 0.17) * np.cos(middle)))
+        for at, filled in ((m, "C3"), (m + shift, "none")):  # where it starts and ends
+            ax.plot(*pair[at], "o", ms=7, mfc=filled, mec="C3",
+                    label=("start m" if filled != "none" else f"end m + {shift}")
+                    if k == 0 else None)
     ax.set_aspect("equal")
-    ax.set(xlim=(-1.7, 1.7), ylim=(-1.7, 1.7), xlabel="sin mθ", ylabel="cos mθ", title=title)
+    ax.set(xlim=(-1.9, 1.9), ylim=(-1.9, 1.9), xlabel="sin mθ", ylabel="cos mθ", title=title)
     ax.legend(loc="lower left", fontsize=7)
     return angles
 

@@ -357,7 +357,7 @@ RIGHT = {
     "layout_permutation": lambda dim: list(range(0, dim, 2)) + list(range(1, dim, 2)),
     "shift_matrix": _shift,
     "bilinear_terms": _bilinear,
-    "direction_matrix": lambda: torch.tensor([[0.0, 1.0], [-1.0, 0.0]]),
+    "direction_matrix": lambda: torch.tensor([[0.5, 0.75**0.5], [-(0.75**0.5), 0.5]]),  # R(-π/3)
     "dot_profile": _profile,
     "integral_profile": _integral,
     "reach": _reach,
@@ -492,7 +492,8 @@ WRONG = {
         ("α only", lambda w: ((float(w[0, 0]) + float(w[1, 1])) / 2, 0.0, 0.0, 0.0)),
     ],
     "direction_matrix": [
-        ("transposed: -J", lambda: torch.tensor([[0.0, -1.0], [1.0, 0.0]])),
+        ("the other way: R(π/3)", lambda: torch.tensor([[0.5, -(0.75**0.5)], [0.75**0.5, 0.5]])),
+        ("section 4.3's J: sin((m - n)θ)", lambda: torch.tensor([[0.0, 1.0], [-1.0, 0.0]])),
         ("the identity", lambda: torch.eye(2)),
     ],
     "dot_profile": [

@@ -123,7 +123,7 @@ def test_chapter_2_to_4_checkers_accept_right_and_reject_wrong_answers(capsys):
         lambda d, longest: (longest / (2 * torch.pi)) ** (d / (d - 2))
     )
     exercises.check_shift_matrix(sinusoidal.shift_matrix)
-    exercises.check_direction_matrix(lambda: torch.tensor([[0.0, 1.0], [-1.0, 0.0]]))
+    exercises.check_direction_matrix(lambda: torch.tensor([[0.5, 0.75**0.5], [-(0.75**0.5), 0.5]]))
     out = capsys.readouterr().out
     assert out.count("agree with") == 7 and "knows the direction" in out
     assert "all 4 bases give the wanted longest wavelength" in out

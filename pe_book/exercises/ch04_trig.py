@@ -6,6 +6,7 @@ and ask whether the reader's coefficients or matrix reproduce it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -19,15 +20,17 @@ __all__ = ["check_bilinear_terms", "check_direction_matrix", "check_shift_matrix
 
 #: Why exercise 4.1 needs float64 angles (measured: d = 16, b = 10^4, c = 10,000).
 FLOAT32_ANGLES = (
-    "form the angles c·θ_i in float64, because shifts reach 12,345 here, where float32"
-    " angles are off by up to 7e-5, seventy times the tolerance (a float32 matrix built"
-    " from float64 angles is fine)"
+    "form θ_i and the angles c·θ_i in float64, because shifts reach 12,345 here, and at a"
+    " shift of 10,000 float32 angles are already off by 7e-5, seventy times the tolerance"
+    " (a float32 matrix built from float64 angles is fine)"
 )
 
 
 def check_shift_matrix(reader: Callable[[int, int, float], torch.Tensor]) -> None:
     """Chapter 4: ``reader(shift, dim, base)`` must return M_c with PE(m + c) = M_c PE(m),
-    to within 1e-6 (shifts reach 12,345: the angles must be float64)."""
+    to within 1e-6 (shifts reach 12,345: the angles must be float64). A miss is told
+    when the matrix turns the pairs the wrong way, is in the half layout, or misses
+    only at the large shifts (float32 angles, whatever dtype the matrix has)."""
     sizes = [
         (1, 4, 10000.0, "a shift by one"),
         (0, 2, 10000.0, "no shift"),
@@ -41,17 +44,68 @@ def check_shift_matrix(reader: Callable[[int, int, float], torch.Tensor]) -> Non
         Case(size, f"shift={size[0]}, dim={size[1]}, base={size[2]:g}", kind=kind)
         for *size, kind in sizes
     ]
-    check(
-        "shift_matrix",
-        reader,
-        sinusoidal.shift_matrix,
-        cases,
-        atol=1e-6,  # a float32 matrix is fine, float32 angles are not
-        float32=FLOAT32_ANGLES,
-        locate=lambda case, index: (
-            f"row {index[0]}, column {index[1]}: block of pair {index[0] // 2}"
-        ),
-    )
+    calls: list[tuple[tuple, object]] = []
+
+    def recorded(*args: object) -> object:
+        calls.append((args, answer := reader(*args)))
+        return answer
+
+    try:
+        check(
+            "shift_matrix",
+            recorded,
+            sinusoidal.shift_matrix,
+            cases,
+            atol=1e-6,  # a float32 matrix is fine, float32 angles are not
+            float32=FLOAT32_ANGLES,
+            locate=lambda case, index: (
+                f"row {index[0]}, column {index[1]}: block of pair {index[0] // 2}"
+            ),
+        )
+    except ExerciseMismatch as mismatch:
+        hint = _shift_matrix_hint(*calls[-1], str(mismatch)) if calls else None
+        if hint:
+            raise ExerciseMismatch(f"{mismatch}\n{hint}") from None
+        raise
+
+
+def _shift_matrix_hint(args: tuple, answer: object, message: str) -> str | None:
+    """Why the reader's matrix for ``args`` = (shift, dim, base) missed, if it is one of the
+    known mistakes: the other direction, the half layout, or float32 angles."""
+    shift, dim, base = args
+    try:
+        got = torch.as_tensor(answer).to(torch.float64)
+        right = sinusoidal.shift_matrix(shift, dim, base).to(torch.float64)
+        if got.shape != right.shape:
+            return None
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    perm = sinusoidal.layout_permutation(dim)
+
+    def near(other: torch.Tensor) -> bool:
+        return bool((got - other).abs().max() <= 1e-6)
+
+    backwards = sinusoidal.shift_matrix(-shift, dim, base).to(torch.float64)
+    if near(backwards):
+        return (
+            "Your matrix turns every pair the other way: it is M_(−c), the inverse of M_c."
+            " In the paper's (sin, cos) order a shift turns each pair clockwise (section 4.1,"
+            " 'Which way does it turn?')."
+        )
+    if near(right[perm][:, perm]) or near(backwards[perm][:, perm]):
+        return (
+            "Your matrix is in the half layout (pair i in dimensions i and i + d/2);"
+            " this exercise uses the interleaved layout, pair i in dimensions 2i and 2i + 1."
+        )
+    worst = float((got - right).abs().max())
+    if abs(shift) >= 10_000 and 1e-6 < worst < 1e-3 and "likely cause" not in message:
+        return (
+            "Every smaller shift agreed, so the likely cause is float32 angles, even if cast"
+            " to float64 afterwards (torch's default dtype is float32, so torch.arange and"
+            " base ** (...) give float32 unless asked, and .double() does not bring lost"
+            f" digits back): {FLOAT32_ANGLES}."
+        )
+    return None
 
 
 def _pair_bilinear(w: torch.Tensor, seq_len: int = 24, dim: int = 8) -> torch.Tensor:
@@ -73,6 +127,25 @@ def _pair_angles(seq_len: int = 24, dim: int = 8) -> tuple[torch.Tensor, torch.T
     m = torch.arange(seq_len, dtype=torch.float64)
     theta = sinusoidal.frequencies(dim)[:, None, None]
     return (m[:, None] - m[None, :]) * theta, (m[:, None] + m[None, :]) * theta
+
+
+def _four_numbers(answer: object) -> list[float]:
+    """The reader's (α, β, γ, δ) as four floats, or a mismatch that says what came back."""
+    try:
+        values = torch.as_tensor(answer, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        try:
+            values = torch.tensor([float(x) for x in answer], dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            raise ExerciseMismatch(
+                f"expected 4 numbers (α, β, γ, δ), got {type(answer).__name__}"
+            ) from None
+    if values.dim() != 1 or len(values) != 4:
+        raise ExerciseMismatch(
+            "expected 4 numbers (α, β, γ, δ) in a tuple, list or 1-D tensor, got shape"
+            f" {tuple(values.shape)}"
+        )
+    return values.tolist()
 
 
 def _terms(coefficients: list[float]) -> torch.Tensor:
@@ -103,9 +176,7 @@ def check_bilinear_terms(reader: Callable[[torch.Tensor], tuple]) -> str:
     ]
     for index, (label, w) in enumerate(matrices, start=1):
         answer = attempt(reader, w.clone())
-        coefficients = [float(c) for c in answer]
-        if len(coefficients) != 4:
-            raise ExerciseMismatch(f"expected 4 coefficients, got {len(coefficients)}")
+        coefficients = _four_numbers(answer)
         claimed = _terms(coefficients)
         worst = float((claimed - _pair_bilinear(w)).abs().max())
         if not worst <= 1e-6:
@@ -123,19 +194,34 @@ def check_bilinear_terms(reader: Callable[[torch.Tensor], tuple]) -> str:
     return f"all {len(matrices)} matrices agree with p_mᵀ A p_n from pe_book to within 1e-6."
 
 
+#: Exercise 4.3's score, cos((m − n)θ − φ): it peaks where the query is φ ahead of the key.
+DIRECTION_PHASE = math.pi / 3
+
+
 @grader
 def check_direction_matrix(reader: Callable[[], torch.Tensor]) -> str:
-    """Chapter 4: ``reader()`` returns a 2 × 2 A with p_mᵀ A p_n = sin((m − n)θ) always,
-    for the paper's order p = (sin mθ, cos mθ), to within 1e-6."""
+    """Chapter 4: ``reader()`` returns a 2 × 2 A with p_mᵀ A p_n = cos((m − n)θ − π/3)
+    always, for the paper's order p = (sin mθ, cos mθ), to within 1e-6."""
     answer = attempt(reader)
     w = torch.as_tensor(answer, dtype=torch.float64)
     if w.shape != (2, 2):
         raise ExerciseMismatch(f"expected a 2 × 2 matrix, got shape {tuple(w.shape)}")
     diff, _ = _pair_angles()
-    worst = float((_paper_pair_bilinear(w) - torch.sin(diff)).abs().max())
+    scores = _paper_pair_bilinear(w)
+    worst = float((scores - torch.cos(diff - DIRECTION_PHASE)).abs().max())
     if not worst <= 1e-6:
-        problem = f"p_mᵀ A p_n misses sin((m − n)θ) by up to {worst:.2g} for your A = {w.tolist()}"
-        if float((_paper_pair_bilinear(w) + torch.sin(diff)).abs().max()) <= 1e-6:
-            problem += ": it gives sin((n − m)θ), the other direction"
+        problem = f"p_mᵀ A p_n misses cos((m − n)θ − π/3) by up to {worst:.2g}"
+        leak = max(abs(float(w[1, 1] - w[0, 0])), abs(float(w[0, 1] + w[1, 0]))) / 2
+        if float((scores - torch.cos(diff + DIRECTION_PHASE)).abs().max()) <= 1e-6:
+            problem += (
+                ": it gives cos((m − n)θ + π/3), the peak on the other side (the key ahead"
+                " of the query). Check the sign of the sine term, and the order: this"
+                " exercise is in the paper's (sin, cos) order, not chapter 2's (cos, sin)"
+            )
+        elif leak > 1e-6:
+            problem += (
+                ": your A has terms in m + n (its symmetric part with trace 0 is not zero),"
+                " so the score also depends on where the pair is, not only on m − n"
+            )
         raise ExerciseMismatch(problem)
-    return "p_mᵀ A p_n = sin((m − n)θ): this score knows the direction."
+    return "p_mᵀ A p_n = cos((m − n)θ − π/3): it knows the direction."
