@@ -10,7 +10,8 @@ Each command is the ``main(argv)`` of one module, which keeps its own options an
 - ``bench``: the RoPE and ALiBi kernel benchmarks and their speed targets
   (:mod:`pe_book.bench`, chapter 12; ``--check``);
 - ``grade``: grade submitted chapter notebooks in fresh kernels, one row per student and
-  exercise (:mod:`pe_book.grade`, chapters 1-14; ``--batch``, ``--out``, ``--seed``).
+  exercise (:mod:`pe_book.grade`, chapters 1-14; ``--book`` the book with its solutions,
+  required; ``--batch``, ``--out``, ``--seed``).
 
 A module with ``main(argv) -> int`` is all a new command needs, one line in
 :data:`COMMANDS`; a command whose module is absent is not listed.

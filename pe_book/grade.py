@@ -20,11 +20,26 @@ One row per student and exercise: status ``pass``, ``fail``, ``not attempted`` o
 ``error`` (the function raised or ran out of time), the points earned and possible
 (points come from the book's stub cells, never from the submission), the checker's
 message (what is wrong, without expected values) and marks that set the points to
-0: the function reached the exercise's reference or a checker's code while graded,
-switched off the grader's watch, started a process or read the package's source
-while graded (:mod:`~pe_book.exercises.shim`), is the book's own solution, or the
-submission holds the book's solution cell. Exit codes: 0 graded (whatever the grades), 1 with
-``--strict`` when any exercise did not pass cleanly, 2 bad arguments.
+0 (:mod:`~pe_book.exercises.shim` watches the kernel):
+
+- the exercise's reference, any function of its module, or a checker's code was
+  called while the exercise was graded; or the reference itself was called anywhere
+  in the submission (another cell, another exercise's function: answers tabulated
+  from it); or a function of its module was called in a cell;
+- the book's solution runs (recognised by its compiled code, even exec'd from source
+  read at run time), the function's definition is the book's solution, or the
+  submission holds the book's solution cell;
+- anywhere in the submission: the watch switched off or its reports forged, a process
+  started, the package's or the book's files read, a reference's code object taken,
+  the interpreter's objects or memory reached (these mark every exercise).
+
+``--book`` (required) names the book whose solutions, set-up and points the grader
+uses: the instructor edition (``make editions``: build/editions/instructor/notebooks)
+or a checkout's notebooks/. It has no default, so that where the solutions sit on the
+grading machine is the course's decision; the kernel's reads of that folder, of a
+checkout's notebooks/ and build/ and of the package's source are marked.
+Exit codes: 0 graded (whatever the grades), 1 with ``--strict`` when any exercise did
+not pass cleanly, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -47,11 +62,16 @@ import nbformat
 from pe_book import exercises as checkers
 from pe_book.exercises import graded, notebook, secret, shim
 from pe_book.exercises.grading import NOT_ATTEMPTED, ExerciseMismatch
-from pe_book.exercises.remote import CallRecord, Session
+from pe_book.exercises.remote import FORGED, CallRecord, Forged, Session
 
 __all__ = ["Result", "grade_notebook", "main"]
 
+#: A checkout's notebooks (with solutions): the tests' and the instructor guide's book.
 BOOK = Path(__file__).resolve().parents[1] / "notebooks"
+#: Folders of a checkout whose files hold solutions (the book, its built editions).
+SOLUTION_FOLDERS = (BOOK, BOOK.parent / "build")
+#: How a hit on a fingerprint of the book's solution of exercise NAME is labelled.
+SOLUTION = "solution:"
 SEED_VARIABLE = "PE_BOOK_GRADE_SEED"
 COLUMNS = [
     "student", "notebook", "chapter", "exercise", "name", "status",
@@ -148,20 +168,47 @@ def _definition(cells: list[tuple[int, str]], function: str) -> tuple[str | None
     return found, where
 
 
-def _tampered(notes: dict[int, Any], chosen: Any) -> list[str]:
-    return sorted(
-        {what for i, note in notes.items() if chosen(i) for what in note.get("tamper", [])}
-    )
-
-
 def _run(session: Session, cells: list[tuple[int, str]]) -> tuple[dict[int, str], dict[int, Any]]:
     """Run the submission's cells, each followed by the shim's notes: (errors, notes) by
     cell index (notes: the watched functions each cell reached, the watch's tampering)."""
     errors, notes = {}, {}
     for index, text in cells:
         errors.update(_cell_errors([session.run(text)], [index]))
-        notes[index] = _published(session.run("_shim.notes()"))
+        notes[index] = _notes(session)
     return errors, notes
+
+
+def _notes(session: Session) -> dict[str, Any]:
+    try:
+        return session.notes()
+    except Forged:
+        return {"hits": [], "tamper": [FORGED], "watching": True}
+
+
+def _codes(code: Any) -> list[Any]:
+    """Every code object defined in ``code``, at any depth."""
+    found = []
+    for const in code.co_consts:
+        if isinstance(const, type(code)):
+            found += [const, *_codes(const)]
+    return found
+
+
+def solution_prints(chapter: Chapter) -> dict[str, str]:
+    """{fingerprint: "solution:<exercise>"} of every function in the chapter's solution
+    cells, compiled here: the kernel recognises the solution when it runs, however it
+    got there, without ever holding its source."""
+    found = {}
+    for name, text in chapter.solutions.items():
+        try:
+            code = compile(text, f"<solution of {name}>", "exec")
+        except SyntaxError:
+            continue
+        for inner in _codes(code):
+            mark = shim.fingerprint(inner)
+            if mark is not None:
+                found[mark] = SOLUTION + name
+    return found
 
 
 def _function_name(
@@ -208,21 +255,72 @@ def _grade_one(session: Session, exercise: notebook.Exercise, function: str, see
     return status, mismatch, record
 
 
-def _marks(exercise: notebook.Exercise, record: CallRecord, copied: bool, has_solution: bool):
-    marks = []
-    references = set(graded.entry(exercise.name).references)
-    if record.hits & references:
-        marks.append(f"calls the reference {', '.join(sorted(record.hits & references))}")
-    if record.hits & set(graded.CHECKER_MODULES):
-        marks.append("calls a checker's code")
-    if record.unwatched:
-        marks.append("switched off the grader's watch")
-    marks += [f"{what} while graded" for what in sorted(record.tamper)]
-    if copied:
-        marks.append("the function is the book's solution")
-    if has_solution:
-        marks.append("the book's solution cell is in the submission")
-    return marks
+def _is(label: str, dotted: str) -> bool:
+    return label == dotted or label.startswith(dotted + ".")
+
+
+class _Uses:
+    """What the submission called and did, and where: the marks they give each exercise."""
+
+    def __init__(self, chapter: Chapter) -> None:
+        self.exercises = chapter.exercises
+        self.modules = {ex.name: graded.modules(ex.name) for ex in chapter.exercises}
+        self.checkers = set(graded.CHECKER_MODULES)
+        self.known = {m for found in self.modules.values() for m in found} | self.checkers
+        self.hits: list[tuple[str, str, str | None]] = []  # (label, where, exercise graded)
+        self.tamper: list[tuple[str, str, str | None]] = []
+
+    def add(self, note: dict[str, Any], where: str, graded_as: str | None = None) -> None:
+        """What a cell (``graded_as`` None) or an exercise's calls reached and did."""
+        allowed = graded.entry(graded_as).allowed if graded_as else ()
+        for label in note.get("hits", []):
+            if not any(_is(label, ok) for ok in allowed):
+                self.hits.append((label, where, graded_as))
+        tamper = list(note.get("tamper", []))
+        if not note.get("watching", True):
+            tamper.append("switched off the grader's watch")
+        self.tamper += [(what, where, graded_as) for what in tamper]
+
+    def _why(self, label: str, exercise: notebook.Exercise, graded_as: str | None) -> str:
+        """Why ``label``, reached by a cell or an exercise's calls, marks ``exercise``."""
+        mine = graded_as in (None, exercise.name)
+        if any(_is(label, ok) for ok in graded.entry(exercise.name).allowed):
+            return ""
+        if label.startswith(SOLUTION):
+            solved = label.removeprefix(SOLUTION)
+            if solved == exercise.name:
+                return "runs the book's solution"
+            return f"runs the book's solution of {solved}" if graded_as == exercise.name else ""
+        if any(_is(label, ref) for ref in graded.entry(exercise.name).references):
+            return f"calls its reference {label}"
+        declared = any(  # another exercise's reference: a cell calling it concerns that one
+            _is(label, ref) for ex in self.exercises for ref in graded.entry(ex.name).references
+        )
+        if graded_as is None and declared:
+            return ""
+        module = max((m for m in self.known if _is(label, m)), key=len, default="")
+        if mine and module in self.checkers:
+            return "calls a checker's code"
+        if mine and module in self.modules[exercise.name]:
+            return f"calls {label}, of its reference's module"
+        return ""
+
+    def _place(self, where: str, graded_as: str | None, exercise: notebook.Exercise) -> str:
+        if graded_as is None or graded_as == exercise.name:
+            return where
+        number = next(ex.number for ex in self.exercises if ex.name == graded_as)
+        return f"while exercise {number} is graded"
+
+    def marks(self, exercise: notebook.Exercise) -> list[str]:
+        """The marks of ``exercise``: what concerns it, and all tampering."""
+        marks = set()
+        for label, where, graded_as in self.hits:
+            why = self._why(label, exercise, graded_as)
+            if why:
+                marks.add(f"{why} {self._place(where, graded_as, exercise)}")
+        for what, where, graded_as in self.tamper:
+            marks.add(f"{what} {self._place(where, graded_as, exercise)}")
+        return sorted(marks)
 
 
 def grade_notebook(
@@ -234,65 +332,69 @@ def grade_notebook(
     whole: bool = False,
     cell_timeout: float = 120.0,
     call_timeout: float = 30.0,
+    book_folder: Path | None = None,
 ) -> list[Result]:
-    """Grade one submission: one :class:`Result` per exercise of its chapter."""
+    """Grade one submission: one :class:`Result` per exercise of its chapter.
+
+    ``book_folder`` is where ``book`` was read from: reads of its files are marked, with
+    those of a checkout's notebooks/ and build/."""
     nb = nbformat.read(path, as_version=4)
     chapter = identify(nb, path, book)
     solutions = _solutions_in(nb, chapter)
     cells = notebook.program(nb, whole=whole, skip=frozenset(solutions))
     in_setup = [section == "set-up" for section in notebook.sections(nb)]
     rest = [(i, text) for i, text in cells if not in_setup[i]]
-    watched = sorted({name for ex in chapter.exercises for name in graded.watched(ex.name)})
-    rows = []
+    watched = sorted({m for ex in chapter.exercises for m in graded.modules(ex.name)})
+    folders = sorted({str(Path(f).resolve()) for f in (book_folder or BOOK, *SOLUTION_FOLDERS)})
+    uses = _Uses(chapter)
+    graded_calls = []
     with Session(cell_timeout=cell_timeout, call_timeout=call_timeout) as session:
         session.run_cells(chapter.setup)  # the book's set-up, as nbgrader restores locked cells
-        session.run(f"from pe_book.exercises import shim as _shim\n_shim.install({watched!r})")
+        session.install([*watched, *graded.CHECKER_MODULES], solution_prints(chapter), folders)
+        other_python = session.python != sys.version  # its bytecode is not the grader's
         errors, notes = _run(session, rest)
-        early = {name for note in notes.values() for name in note.get("hits", [])}
+        for index, note in notes.items():
+            uses.add(note, f"in cell {index + 1}")
         for exercise in chapter.exercises:
             function, stub = _function_name(nb, solutions, exercise)
             status, message, record = _grade_one(session, exercise, function, seed)
             if status == "not attempted" and stub in errors:
                 status, message = "error", f"the exercise's cell raised {errors[stub]}"
-            references = set(graded.entry(exercise.name).references)
-            if early & references:
-                message += f" (note: its cells call {', '.join(sorted(early & references))})"
-            book_solution, _ = _definition(
-                [(0, chapter.solutions.get(exercise.name, ""))], exercise.function
+            seen = {"hits": sorted(record.hits), "tamper": sorted(record.tamper)}
+            uses.add({**seen, "watching": not record.unwatched}, "while graded", exercise.name)
+            graded_calls.append((exercise, function, status, message, record))
+        uses.add(_notes(session), "by the end of grading")
+    rows = []
+    for exercise, function, status, message, record in graded_calls:
+        book_solution, _ = _definition(
+            [(0, chapter.solutions.get(exercise.name, ""))], exercise.function
+        )
+        mine, _ = _definition(cells, function)
+        marks = uses.marks(exercise)
+        if book_solution is not None and mine == book_solution:
+            marks.append("the function is the book's solution")
+        if exercise.name in solutions.values():
+            marks.append("the book's solution cell is in the submission")
+        earned = exercise.points if status == "pass" and not marks else 0.0
+        if other_python:
+            message += " (note: the kernel runs another Python than the grader, so the book's"
+            message += " solutions are recognised by their definitions only)"
+        rows.append(
+            Result(
+                student=student or path.stem,
+                notebook=path.name,
+                chapter=chapter.stem,
+                exercise=exercise.number,
+                name=exercise.name,
+                status=status,
+                points=earned,
+                max_points=exercise.points,
+                marks=marks,
+                message=message,
+                seconds=round(record.seconds, 3),
             )
-            mine, where = _definition(cells, function)
-            own = {where, stub} - {None}  # what its cells did counts as its calls did
-            record.tamper.update(_tampered(notes, lambda i, own=own: i in own))
-            others = _tampered(notes, lambda i, own=own: i not in own)
-            if others:
-                message += f" (note: other cells of the submission {'; '.join(others)})"
-            copied = book_solution is not None and mine == book_solution
-            marks = _marks(exercise, record, copied, exercise.name in solutions.values())
-            earned = exercise.points if status == "pass" and not marks else 0.0
-            rows.append(
-                Result(
-                    student=student or path.stem,
-                    notebook=path.name,
-                    chapter=chapter.stem,
-                    exercise=exercise.number,
-                    name=exercise.name,
-                    status=status,
-                    points=earned,
-                    max_points=exercise.points,
-                    marks=marks,
-                    message=message,
-                    seconds=round(record.seconds, 3),
-                )
-            )
+        )
     return rows
-
-
-def _published(cell: dict[str, Any]) -> dict[str, Any]:
-    """The report :mod:`~pe_book.exercises.shim` published in an executed cell, or {}."""
-    for output in cell.get("outputs", []):
-        if shim.MIME in output.get("data", {}):
-            return dict(output["data"][shim.MIME])
-    return {}
 
 
 def submissions(folder: Path) -> list[tuple[str, Path]]:
@@ -354,7 +456,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=Path, help="a folder of submissions (one per student)")
     parser.add_argument("--out", type=Path, help="write grades.csv and grades.json here")
     parser.add_argument("--seed", type=int, help=f"the secret seed (else ${SEED_VARIABLE})")
-    parser.add_argument("--book", type=Path, default=BOOK, help="the book's notebooks")
+    parser.add_argument(
+        "--book",
+        type=Path,
+        required=True,
+        help="the book's notebooks, with solutions: the instructor edition"
+        " (build/editions/instructor/notebooks) or a checkout's notebooks/",
+    )
     parser.add_argument("--whole", action="store_true", help="run every cell, not only set-up")
     parser.add_argument("--cell-timeout", type=float, default=120.0, help="seconds per cell")
     parser.add_argument("--call-timeout", type=float, default=30.0, help="seconds per call")
@@ -385,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
             whole=args.whole,
             cell_timeout=args.cell_timeout,
             call_timeout=args.call_timeout,
+            book_folder=args.book,
         )
         _print(graded_rows)
         rows += graded_rows

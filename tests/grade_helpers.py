@@ -1,4 +1,5 @@
-"""Shared by the grader's tests: the book's solutions, and submissions built from chapters."""
+"""Shared by the grader's tests: the book's solutions, a correct submission's functions,
+and submissions built from chapters."""
 
 import base64
 import contextlib
@@ -21,10 +22,12 @@ def chapter(stem):
 
 
 def book_solutions(stem):
-    """{exercise name: the book's solution function} for one chapter, exec'd in-process."""
+    """{exercise name: the book's solution function} for one chapter, exec'd in-process
+    after the chapter's set-up cell."""
     nb = chapter(stem)
     namespace, found = {}, {}
-    # torch.enable_grad() undoes a set-up cell's torch.set_grad_enabled(False) on exit
+    # a chapter's set-up may switch gradients off (chapters 1 and 6): torch.enable_grad()
+    # puts the mode back on exit, so the tests after this one are not run without them
     with contextlib.redirect_stdout(io.StringIO()), torch.enable_grad():
         exec(compile(notebook.source(nb.cells[1]), f"{stem}:set-up", "exec"), namespace)
         for exercise in notebook.exercises(nb):
@@ -33,6 +36,90 @@ def book_solutions(stem):
                 exec(compile(text, f"{stem}:{exercise.number}", "exec"), namespace)
             found[exercise.name] = namespace[exercise.function]
     return found
+
+
+#: A correct submission's functions (written here, not the book's solutions).
+CORRECT = {
+    "03_sinusoidal": {
+        "my_table": """
+def my_table(seq_len, dim, base):
+    inverse = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    angles = torch.outer(torch.arange(seq_len, dtype=torch.float64), inverse)
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).reshape(seq_len, dim)
+""",
+        "my_turning_pairs": """
+import math
+
+
+def my_turning_pairs(seq_len, dim, base):
+    return sum(2 * math.pi * base ** (2 * i / dim) <= seq_len - 1 for i in range(dim // 2))
+""",
+        "my_base": """
+import math
+
+
+def my_base(dim, longest):
+    return math.exp(math.log(longest / (2 * math.pi)) * dim / (dim - 2))
+""",
+        "my_permutation": """
+def my_permutation(dim):
+    return [j for j in range(dim) if j % 2 == 0] + [j for j in range(dim) if j % 2 == 1]
+""",
+    },
+    "07_rope": {
+        "my_rope": """
+def my_rope(x, positions):
+    dim = x.shape[-1]
+    angles = torch.outer(positions.double(), 10000.0 ** (-torch.arange(0, dim, 2).double() / dim))
+    pairs = torch.view_as_complex(x.double().reshape(len(x), dim // 2, 2).contiguous())
+    return torch.view_as_real(pairs * torch.polar(torch.ones_like(angles), angles)).reshape(x.shape)
+""",
+        "my_convert": """
+import threading
+
+
+def my_convert(q):  # in a thread of its own: the watch follows it, and does not mind
+    found = []
+
+    def work():
+        half = q.shape[-1] // 2
+        found.append(torch.stack((q[..., :half], q[..., half:]), dim=-1).flatten(-2))
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    return found[0]
+""",
+        "my_bound": """
+def my_bound(offsets, dim, base):
+    theta = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    angle = offsets.double()[:, None] * theta
+    real, imag = angle.cos().cumsum(-1), angle.sin().cumsum(-1)
+    return torch.sqrt(real**2 + imag**2).mean(-1)
+""",
+    },
+    "09_alibi": {
+        "my_slopes": """
+def my_slopes(n_heads):
+    n0 = 1 << (n_heads.bit_length() - 1)
+    first = [2.0 ** (-8.0 * h / n0) for h in range(1, n0 + 1)]
+    extra = [2.0 ** (-4.0 * (2 * j + 1) / n0) for j in range(n_heads - n0)]
+    return first + extra
+""",
+        "my_bias": """
+def my_bias(q_len, k_len, slopes):
+    offsets = torch.arange(k_len - q_len, k_len)[:, None] - torch.arange(k_len)[None, :]
+    return -slopes.double().view(-1, 1, 1) * offsets.double()
+""",
+        "my_mean_distance": """
+def my_mean_distance(slope, m):
+    r = torch.arange(m + 1, dtype=torch.float64)
+    logits = -slope * r
+    weights = torch.exp(logits - logits.max())
+    return float((weights * r).sum() / weights.sum())
+""",
+    },
+}
 
 
 def submission(stem, code):
@@ -48,19 +135,9 @@ def submission(stem, code):
     return nb
 
 
-def key(value):
-    """A hashable stand-in for arguments (tensors by their values); TypeError for a function."""
-    if isinstance(value, torch.Tensor):
-        return ("tensor", str(value.dtype), tuple(value.shape), tuple(value.flatten().tolist()))
-    if isinstance(value, list | tuple):
-        return tuple(key(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), key(v)) for k, v in value.items()))
-    if callable(value):
-        raise TypeError("a function has no key: answers by call order")
-    return repr(value)
-
-
+#: A hashable stand-in for arguments (tensors by their values; TypeError for a function:
+#: answers by call order), as source, for the hard-coded submissions to carry, and as
+#: :func:`key` here: one definition.
 KEY_SOURCE = """
 def _key(value):
     if isinstance(value, torch.Tensor):
@@ -70,9 +147,12 @@ def _key(value):
     if isinstance(value, dict):
         return tuple(sorted((str(k), _key(v)) for k, v in value.items()))
     if callable(value):
-        raise TypeError("no key")
+        raise TypeError("a function has no key: answers by call order")
     return repr(value)
 """
+_KEY_NAMESPACE = {"torch": torch}
+exec(KEY_SOURCE, _KEY_NAMESPACE)
+key = _KEY_NAMESPACE["_key"]
 
 
 def fixed_answers(name, solution):

@@ -21,7 +21,14 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
-from grade_helpers import STACK_READER, book_solutions, fixed_answers, hard_coded, submission
+from grade_helpers import (
+    CORRECT,
+    STACK_READER,
+    book_solutions,
+    fixed_answers,
+    hard_coded,
+    submission,
+)
 
 from pe_book import exercises, grade, sinusoidal
 from pe_book.exercises import notebook
@@ -29,88 +36,6 @@ from pe_book.exercises import notebook
 pytestmark = pytest.mark.slow
 
 SEED = "20261203"
-
-CORRECT = {
-    "03_sinusoidal": {
-        "my_table": """
-def my_table(seq_len, dim, base):
-    inverse = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
-    angles = torch.outer(torch.arange(seq_len, dtype=torch.float64), inverse)
-    return torch.stack((angles.sin(), angles.cos()), dim=-1).reshape(seq_len, dim)
-""",
-        "my_turning_pairs": """
-import math
-
-
-def my_turning_pairs(seq_len, dim, base):
-    return sum(2 * math.pi * base ** (2 * i / dim) <= seq_len - 1 for i in range(dim // 2))
-""",
-        "my_base": """
-import math
-
-
-def my_base(dim, longest):
-    return math.exp(math.log(longest / (2 * math.pi)) * dim / (dim - 2))
-""",
-        "my_permutation": """
-def my_permutation(dim):
-    return [j for j in range(dim) if j % 2 == 0] + [j for j in range(dim) if j % 2 == 1]
-""",
-    },
-    "07_rope": {
-        "my_rope": """
-def my_rope(x, positions):
-    dim = x.shape[-1]
-    angles = torch.outer(positions.double(), 10000.0 ** (-torch.arange(0, dim, 2).double() / dim))
-    pairs = torch.view_as_complex(x.double().reshape(len(x), dim // 2, 2).contiguous())
-    return torch.view_as_real(pairs * torch.polar(torch.ones_like(angles), angles)).reshape(x.shape)
-""",
-        "my_convert": """
-import threading
-
-
-def my_convert(q):  # in a thread of its own: the watch follows it, and does not mind
-    found = []
-
-    def work():
-        half = q.shape[-1] // 2
-        found.append(torch.stack((q[..., :half], q[..., half:]), dim=-1).flatten(-2))
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    worker.join()
-    return found[0]
-""",
-        "my_bound": """
-def my_bound(offsets, dim, base):
-    theta = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
-    angle = offsets.double()[:, None] * theta
-    real, imag = angle.cos().cumsum(-1), angle.sin().cumsum(-1)
-    return torch.sqrt(real**2 + imag**2).mean(-1)
-""",
-    },
-    "09_alibi": {
-        "my_slopes": """
-def my_slopes(n_heads):
-    n0 = 1 << (n_heads.bit_length() - 1)
-    first = [2.0 ** (-8.0 * h / n0) for h in range(1, n0 + 1)]
-    extra = [2.0 ** (-4.0 * (2 * j + 1) / n0) for j in range(n_heads - n0)]
-    return first + extra
-""",
-        "my_bias": """
-def my_bias(q_len, k_len, slopes):
-    offsets = torch.arange(k_len - q_len, k_len)[:, None] - torch.arange(k_len)[None, :]
-    return -slopes.double().view(-1, 1, 1) * offsets.double()
-""",
-        "my_mean_distance": """
-def my_mean_distance(slope, m):
-    r = torch.arange(m + 1, dtype=torch.float64)
-    logits = -slope * r
-    weights = torch.exp(logits - logits.max())
-    return float((weights * r).sum() / weights.sum())
-""",
-    },
-}
 
 WRONG = {  # the usual slips: the text's formula half-remembered
     "03_sinusoidal": {
@@ -220,6 +145,8 @@ def test_a_class_gets_the_right_marks(tmp_path, stem):
                 str(tmp_path / "grades"),
                 "--seed",
                 SEED,
+                "--book",
+                str(grade.BOOK),
             ]
         )
     assert code == 0

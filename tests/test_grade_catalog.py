@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
+from grade_helpers import book_solutions, fixed_answers, key
 
 from pe_book import exercises
 from pe_book.exercises import graded, notebook, secret
@@ -30,19 +31,8 @@ def solutions():
     """{exercise name: the book's solution function}, from every chapter's solution cells."""
     found = {}
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        if not notebook.exercises(nb):
-            continue
-        namespace: dict = {}
-        # a chapter's set-up may switch gradients off (chapters 1 and 6): torch.enable_grad()
-        # puts the mode back on exit, so the tests after this fixture are not run without them
-        with contextlib.redirect_stdout(io.StringIO()), torch.enable_grad():
-            exec(compile(notebook.source(nb.cells[1]), f"{path.stem}:set-up", "exec"), namespace)
-            for exercise in notebook.exercises(nb):
-                text = notebook.strip_checker_calls(notebook.source(nb.cells[exercise.solution]))
-                with contextlib.suppress(NameError):  # a line printing the chapter's data
-                    exec(compile(text, f"{path.stem}:{exercise.number}", "exec"), namespace)
-                found[exercise.name] = namespace[exercise.function]
+        if notebook.exercises(nbformat.read(path, as_version=4)):
+            found.update(book_solutions(path.stem))
     return found
 
 
@@ -125,33 +115,11 @@ def test_each_reference_is_reached_by_its_checker(solutions):
         )
 
 
-def _key(value):
-    """A hashable stand-in for a case's arguments (tensors by their values)."""
-    if isinstance(value, torch.Tensor):
-        return ("tensor", str(value.dtype), tuple(value.shape), tuple(value.flatten().tolist()))
-    if isinstance(value, list | tuple):
-        return tuple(_key(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), _key(v)) for k, v in value.items()))
-    if callable(value):
-        raise TypeError("a function has no key: answers by call order")
-    return repr(value)
-
-
 def test_a_table_of_the_fixed_answers_fails_in_graded_mode(solutions):
     """What a student builds by copying the fixed cases' answers (found by running the
     checker, or read off a reference) passes a reader's checker and fails the grader's."""
     for name, solution in solutions.items():
-        table, order = {}, []
-
-        def record(*args, solution=solution, table=table, order=order):
-            answer = solution(*args)
-            order.append(answer)
-            with contextlib.suppress(TypeError):
-                table[_key(args)] = answer
-            return answer
-
-        run(name, record)
+        table, order = fixed_answers(name, solution)
         if name == "direction_matrix":  # no inputs: the one right matrix is the answer
             continue
 
@@ -161,8 +129,8 @@ def test_a_table_of_the_fixed_answers_fails_in_graded_mode(solutions):
             def copied(*args):
                 index = next(calls)
                 with contextlib.suppress(TypeError):
-                    if _key(args) in table:
-                        return table[_key(args)]
+                    if key(args) in table:
+                        return table[key(args)]
                 return order[index] if index < len(order) else None
 
             return copied

@@ -3,10 +3,15 @@
 For every checker (by its exercise name, ``check_<name>`` without ``check_``):
 
 - **references**: the ``pe_book`` functions the checker compares with (dotted names;
-  a class stands for its constructor). ``python -m pe_book grade`` watches them in the
-  student's kernel, with every function of the checker modules, and marks a
-  submission whose function reaches one while it is graded: it copied the answer.
+  a class stands for its constructor). ``python -m pe_book grade`` watches every
+  function of the modules that hold them (:func:`modules`: a module's helpers compute
+  the same answer), and of the checker modules, in the student's kernel, and marks a
+  submission that calls one anywhere (the exercise's cells, another cell, another
+  exercise's function): it copied the answer.
   ``tests/test_grade_catalog.py`` checks that each is called by its checker.
+- **allowed**: functions (or a class's methods) of those modules the student may call:
+  what the exercise's statement allows (exercise 5.3 may use ``decay.dot_profile``),
+  or the chapter's data (chapter 14 reads the study through ``results.Runs``).
 - **draw**: cases drawn from the grader's secret seed (:mod:`~.secret`), inside the
   domain the exercise's statement promises, added after the fixed cases; ``None`` with
   a reason where the checker's inputs are already secret (its :func:`~.secret.seeded`
@@ -15,6 +20,7 @@ For every checker (by its exercise name, ``check_<name>`` without ``check_``):
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +31,7 @@ import torch
 
 from pe_book import symmetry
 
-__all__ = ["EXERCISES", "Draw", "Graded", "entry", "watched"]
+__all__ = ["EXERCISES", "Draw", "Graded", "entry", "module_of", "modules", "watched"]
 
 #: Every checker module: a submission that calls into one is using the checker's code.
 CHECKER_MODULES = tuple(
@@ -53,6 +59,7 @@ class Graded:
     references: tuple[str, ...]
     draw: Callable[[np.random.Generator], list[Draw]] | None = None
     fixed: str = ""  # why there is no draw
+    allowed: tuple[str, ...] = ()  # functions of the references' modules it may call
 
 
 def entry(name: str) -> Graded:
@@ -61,9 +68,28 @@ def entry(name: str) -> Graded:
     return EXERCISES.get(name, Graded((), None, "not in graded.EXERCISES"))
 
 
+def module_of(dotted: str) -> str:
+    """The module a dotted name lives in (``pe_book.alibi`` for
+    ``pe_book.alibi.alibi_slopes``; a module's own name for a module)."""
+    name = dotted
+    while name:
+        try:
+            importlib.import_module(name)
+            return name
+        except ImportError:
+            name = name.rpartition(".")[0]
+    raise ImportError(f"no module holds {dotted}")
+
+
+def modules(name: str) -> set[str]:
+    """The modules that hold exercise ``name``'s references: watched whole."""
+    return {module_of(dotted) for dotted in entry(name).references}
+
+
 def watched(name: str) -> list[str]:
-    """The dotted names a submission's ``name`` function may not reach while graded."""
-    return [*entry(name).references, *CHECKER_MODULES]
+    """What a submission may not call for exercise ``name``: its references, every
+    function of their modules, and the checkers' modules."""
+    return sorted({*entry(name).references, *modules(name), *CHECKER_MODULES})
 
 
 # ---- drawing ------------------------------------------------------------------------
@@ -323,6 +349,7 @@ def _cheapest_keeper(rng: np.random.Generator) -> list[Draw]:
 
 
 _SEEDED = "its random inputs come from a generator keyed by the secret"
+_RUNS = "pe_book.results.Runs"  # the study's records, read by chapter 14's cells
 
 #: Every checker's exercise name -> what graded mode knows of it.
 EXERCISES: dict[str, Graded] = {
@@ -349,7 +376,9 @@ EXERCISES: dict[str, Graded] = {
     # chapter 5
     "dot_profile": Graded(("pe_book.decay.dot_profile",), _offset_profile),
     "integral_profile": Graded(("pe_book.decay.integral_profile",), _integral_profile),
-    "reach": Graded(("pe_book.decay.first_offset_at_or_below",), _reach),
+    "reach": Graded(  # its statement: "You may use decay.dot_profile"
+        ("pe_book.decay.first_offset_at_or_below",), _reach, allowed=("pe_book.decay.dot_profile",)
+    ),
     # chapter 6
     "relative_indices": Graded(("pe_book.relative.relative_indices",), _relative_indices),
     "t5_bucket": Graded(("pe_book.relative.t5_bucket",), _t5_bucket),
@@ -393,6 +422,11 @@ EXERCISES: dict[str, Graded] = {
     "sink_gap": Graded(("pe_book.sinks.sink_gap",), _sink_gap),
     # chapter 14
     "offset_only": Graded((), None, "its score functions come in a secret order, seeded"),
-    "extra_context": Graded(("pe_book.results.extra_context_of",), _extra_context),
-    "cheapest_keeper": Graded(("pe_book.results.cheapest_keeper",), _cheapest_keeper),
+    # the chapter's data is a results.Runs (its set-up loads it, its solutions print from it)
+    "extra_context": Graded(
+        ("pe_book.results.extra_context_of",), _extra_context, allowed=(_RUNS,)
+    ),
+    "cheapest_keeper": Graded(
+        ("pe_book.results.cheapest_keeper",), _cheapest_keeper, allowed=(_RUNS,)
+    ),
 }

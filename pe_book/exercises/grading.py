@@ -107,15 +107,17 @@ _LIBRARY_DIRS = (  # torch, numpy and pe_book itself: frames there are not the r
 )
 
 
-def _where_in_readers_code(exc: BaseException) -> str:
+def where_in_readers_code(exc: BaseException) -> str:
     """Where the reader's code raised: " (in my_table, line 3: `angle = ...`)" for the
-    innermost frame outside the libraries, or "" when there is none."""
+    innermost frame outside the libraries (torch, NumPy, pe_book, site-packages) and
+    outside code compiled from a string ("<string>", "<mine>"), or "" when there is none.
+    The grader's shim says it for a graded submission's function too."""
     frames = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
         if not str(Path(frame.filename).resolve()).startswith(_LIBRARY_DIRS)
         and "site-packages" not in frame.filename
-        and frame.filename != "<string>"
+        and not frame.filename.startswith("<")
     ]
     if not frames:
         return ""
@@ -129,7 +131,7 @@ def _raised(exc: Exception) -> str:
     """One line for an exception raised by the reader's code, with its place in that code."""
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     said = f": {message}" if message else ""
-    return f"raised {type(exc).__name__}{said}{_where_in_readers_code(exc)}"
+    return f"raised {type(exc).__name__}{said}{where_in_readers_code(exc)}"
 
 
 def attempt(reader: Callable[..., Any], *args: Any) -> Any:

@@ -8,18 +8,24 @@ function. The checker runs in the grader's process as it does in a notebook; eac
 call crosses to the kernel (arguments pickled by the grader, the answer back as
 :mod:`~.wire` JSON, never unpickled), so the student's code never shares a process
 with a checker, its references or its expected values, and reading the caller's
-frames finds only :mod:`~.shim`. A callable argument that cannot be pickled (a
-closure over a checker's tables) stays in the grader: :mod:`~.shim` asks for each
-call over the kernel's stdin channel, and the grader answers with the wire format.
+frames finds only :mod:`~.shim`. Every report the kernel sends is signed with a key
+the shim made (in a closure) before the submission ran and sent once, with a fresh
+nonce per request: a report forged by a submission that replaced the shim's functions,
+replayed, or missing, raises :class:`Forged`, and the grader marks it. A callable
+argument that cannot be pickled (a closure over a checker's tables) stays in the
+grader: :mod:`~.shim` asks for each call over the kernel's stdin channel, and the
+grader answers with the wire format.
 """
 
 from __future__ import annotations
 
 import base64
+import hmac
 import io
 import json
 import os
 import pickle
+import secrets
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -33,7 +39,7 @@ from nbclient import NotebookClient
 
 from pe_book.exercises import shim, wire
 
-__all__ = ["CallRecord", "RemoteFunction", "Session", "SubmissionError", "TimeLimit"]
+__all__ = ["CallRecord", "Forged", "RemoteFunction", "Session", "SubmissionError", "TimeLimit"]
 
 #: Environment variables a kernel never inherits (the grader's secret seed).
 SECRET_VARIABLES = ("PE_BOOK_GRADE_SEED",)
@@ -46,6 +52,14 @@ class SubmissionError(Exception):
 
 class TimeLimit(SubmissionError):
     """The student's function ran past the time limit (the kernel was interrupted)."""
+
+
+class Forged(SubmissionError):
+    """The kernel's answer to a request was not one report signed by the grader's shim."""
+
+
+#: The mark a missing or forged report gives.
+FORGED = "the grader's report was missing or not signed by its shim"
 
 
 class CallRecord:
@@ -100,6 +114,8 @@ class Session:
         self._scratch = tempfile.TemporaryDirectory(prefix="pe_book_grade_")
         self._nb = nbformat.v4.new_notebook()
         self._kc: BlockingKernelClient | None = None
+        self._key: bytes | None = None
+        self.python = ""  # the kernel's sys.version (fingerprints are the same only in one)
         self._context: Any = None
         self.client: NotebookClient | None = None
 
@@ -150,12 +166,54 @@ class Session:
     def run_cells(self, texts: Iterable[str]) -> list[dict[str, Any]]:
         return [self.run(text) for text in texts]
 
-    def published(self, code: str, hook: Callable[[dict[str, Any]], None] | None = None) -> Any:
-        """Run ``code`` (a call into :mod:`~.shim`) and return the report it publishes.
+    def install(self, watched: list[str], solutions: dict[str, str], folders: list[str]) -> None:
+        """Start the shim's watch (:func:`~.shim.install`) and keep the key it signs with."""
+        code = (
+            "from pe_book.exercises import shim as _shim\n"
+            f"_shim.install({watched!r}, {solutions!r}, {folders!r})"
+        )
+        found = [report for report in self._reports(code) if "key" in report]
+        if len(found) != 1:
+            raise SubmissionError("the grader's watch did not start in the kernel")
+        self._key = bytes.fromhex(found[0]["key"])
+        self.python = str(found[0].get("python", ""))
 
-        Raises TimeLimit after ``call_timeout`` seconds (the kernel is interrupted).
+    def published(
+        self, code: Callable[[str], str], hook: Callable[[dict[str, Any]], None] | None = None
+    ) -> Any:
+        """Run ``code(nonce)`` (a call into :mod:`~.shim` with a fresh nonce) and return
+        the report it publishes, checked against the shim's key.
+
+        Raises TimeLimit after ``call_timeout`` seconds (the kernel is interrupted), and
+        Forged when the answer is not one report signed for this nonce.
         """
-        assert self._kc is not None and self.client is not None
+        nonce = secrets.token_hex(16)
+        reports = self._reports(code(nonce), hook)
+        signed = [
+            json.loads(report["payload"])
+            for report in reports
+            if self._key is not None
+            and isinstance(report.get("payload"), str)
+            and hmac.compare_digest(
+                str(report.get("mac")), shim.signature(self._key, nonce, report["payload"])
+            )
+        ]
+        if len(reports) != 1 or len(signed) != 1:
+            raise Forged(FORGED)
+        return signed[0]
+
+    def notes(self) -> dict[str, Any]:
+        """What the shim's watch saw since its last report (:func:`~.shim.notes`)."""
+        return self.published(
+            lambda nonce: f"from pe_book.exercises import shim as _shim\n_shim.notes({nonce!r})"
+        )
+
+    def _reports(
+        self, code: str, hook: Callable[[dict[str, Any]], None] | None = None
+    ) -> list[Any]:
+        """Run ``code`` in the kernel (no history kept) and collect what it publishes in the
+        shim's MIME type."""
+        assert self._kc is not None and self.client is not None, "use Session as a context manager"
         reports: list[Any] = []
 
         def output(msg: dict[str, Any]) -> None:
@@ -166,7 +224,7 @@ class Session:
             self._kc.input(hook(msg) if hook else "")  # type: ignore[union-attr]
 
         try:
-            reply = self._kc.execute_interactive(
+            self._kc.execute_interactive(
                 code,
                 store_history=False,
                 allow_stdin=True,
@@ -178,10 +236,7 @@ class Session:
             run_sync(self.client.km.interrupt_kernel)()
             self._drain()
             raise TimeLimit(f"ran longer than the time limit of {self.call_timeout:g} s") from exc
-        if not reports:
-            status = reply["content"].get("status")
-            raise SubmissionError(f"the kernel sent no report (status {status})")
-        return reports[-1]
+        return reports
 
     def _drain(self) -> None:
         """Wait for the interrupted request's reply, so the next call starts clean."""
@@ -209,16 +264,23 @@ class RemoteFunction:
         buffer, callbacks = io.BytesIO(), []
         _Arguments(buffer, callbacks).dump(args)
         payload = base64.b64encode(buffer.getvalue()).decode("ascii")
-        code = (
-            "import base64 as _b64\n"
-            "from pe_book.exercises import shim as _shim\n"
-            f"_shim.call({self.name!r}, _b64.b64decode({payload!r}))"
-        )
+
+        def code(nonce: str) -> str:
+            return (
+                "import base64 as _b64\n"
+                "from pe_book.exercises import shim as _shim\n"
+                f"_shim.call({self.name!r}, _b64.b64decode({payload!r}), {nonce!r})"
+            )
+
         self.record.calls += 1
         try:
             report = self.session.published(code, lambda msg: _answer(msg, callbacks))
         except TimeLimit:
             self.record.timed_out = True
+            raise
+        except Forged:
+            self.record.tamper.add(FORGED)
+            self.record.raised.append(FORGED)
             raise
         self.record.seconds += float(report.get("seconds", 0.0))
         self.record.hits.update(report.get("hits", []))

@@ -1,60 +1,78 @@
 """The grader's hand inside a submission's kernel: call a function, send back its answer.
 
 ``python -m pe_book grade`` (the exercises of chapters 1-14) imports this module in the
-student's kernel, after the chapter's set-up cell. :func:`install` starts watching the
-exercises' reference functions; :func:`call` runs one of the student's functions on
-arguments the grader sent (pickled by the grader, so they may hold tensors and
-functions) and publishes one report: the answer in the :mod:`~.wire` format, or the
-exception it raised and where in the student's code, and every watched function the
-call reached. Nothing here knows an expected value: the grader compares in its own
-process. A callable argument the grader cannot send (a closure over its tables) stays
-in the grader, and each call of it is a round trip over the kernel's stdin channel.
+student's kernel, after the chapter's set-up cell. :func:`install` starts the watch;
+:func:`call` runs one of the student's functions on arguments the grader sent (pickled
+by the grader, so they may hold tensors and functions) and publishes one report: the
+answer in the :mod:`~.wire` format, or the exception it raised and where in the
+student's code, and what the watch saw since the last report. :func:`notes` publishes
+what the watch saw while a cell ran. Nothing here knows an expected value: the grader
+compares in its own process. A callable argument the grader cannot send (a closure over
+its tables) stays in the grader, and each call of it is a round trip over the kernel's
+stdin channel.
 
-The watch is a profile hook (``sys.setprofile`` and ``threading.setprofile``): it sees
-a reference reached by any name, an alias, a copy made before grading or a thread. It
-runs in the student's process, which could switch it off, so a permanent audit hook
-(``sys.addaudithook``, which no code can remove) reports what the profile hook cannot
-see: the watch switched or replaced, a process started (a reference run in a
-subprocess), a package module's source or a book notebook read (a reference copied
-with ``inspect.getsource``, a solution read from disk), a thread started outside it.
-The report says all of it, and whether the watch was still in place after each call.
+**What the watch sees.** A profile hook (``sys.setprofile`` and ``threading.setprofile``)
+sees every Python function that runs, by any name, alias, copy or thread. It recognises
+a reference by what runs, not by its name: a code object of a watched module's file
+(every function of a module that holds an exercise's reference, and of the checkers),
+or one whose *fingerprint* (its bytecode, constants and global names; not its file,
+line or variable names) is that of a watched module's function or of one of the book's
+solutions (the grader compiles the book's solution cells in its own process and sends
+only their fingerprints). So a reference cloned under another file name, or a reference
+or solution exec'd from source read at run time, is seen when it runs. A hit is the
+outermost watched function the submission called (what the reference calls in turn is
+not counted). A permanent audit hook (``sys.addaudithook``, which no code can remove)
+reports what the profile hook cannot see: the watch switched or replaced, a process
+started, the package's or the book's files read outside an import or a traceback, a
+reference's code object taken, the interpreter's objects searched (``gc``) or its
+memory reached (``ctypes``), another process's memory or environment read.
+
+**Out of reach of names.** The watch's state, its sanctioning of the functions the
+grader sent and the key that signs its reports live in closures made once, when this
+module is first imported, before the submission runs; the library functions they use
+were captured then too. The module has no state a submission can change by name, and
+replacing :func:`call` or :func:`notes` (or the display machinery) gives the grader a
+report without a valid signature, which it marks. Code that digs into the closures,
+the interpreter's objects or its memory can still defeat the watch: the audit hook
+reports the usual ways in (``gc``, ``ctypes``, a code object taken), and the README's
+*Grading a class* says what stays out of sight.
 """
 
 from __future__ import annotations
 
+import _hashlib
+import _json
 import _thread
 import builtins
 import importlib
+import importlib.util
 import inspect
-import json
-import linecache
 import os
 import pickle
+import secrets
 import sys
 import threading
 import time
 import traceback
+import types
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pe_book.exercises import wire
+from pe_book.exercises.grading import where_in_readers_code
 
-__all__ = ["MIME", "PROMPT", "call", "install", "notes"]
+__all__ = ["MIME", "PROMPT", "call", "fingerprint", "install", "notes", "signature"]
 
-#: The MIME type of the report :func:`call` publishes.
+#: The MIME type of the reports this module publishes.
 MIME = "application/vnd.pe-book.grade+json"
 #: What a callback's stdin request starts with.
 PROMPT = "pe_book-callback:"
-
-_PACKAGE = str(Path(__file__).resolve().parents[1])
-_BOOK = str(Path(_PACKAGE).parent / "notebooks")
-_state: dict[str, Any] = {
-    "watched": {}, "files": frozenset(), "hits": [], "depth": 0, "tamper": set(), "armed": False
-}  # fmt: skip
-_SETPROFILE, _SETTRACE = threading.setprofile.__code__, threading.settrace.__code__
-_THREAD_START = threading.Thread.start.__code__
-_THREAD_BOOTSTRAP = threading.Thread._bootstrap_inner.__code__
+#: Code objects with fewer instructions have no fingerprint: too common to tell a copy.
+MIN_INSTRUCTIONS = 8
+#: Where the package's own source lives (its .py and .pyc files are watched for reads).
+PACKAGE = str(Path(__file__).resolve().parents[1])
 
 
 def _code_keys(dotted: str) -> tuple[str, set[tuple[str, int] | None]]:
@@ -78,117 +96,328 @@ def _code_keys(dotted: str) -> tuple[str, set[tuple[str, int] | None]]:
     }
 
 
-def _profile(frame: Any, event: str, arg: Any) -> None:
-    if _state["depth"]:
-        return
-    if event == "c_call":
-        if arg is _thread.start_new_thread and not (
-            frame.f_code is _THREAD_START and threading._profile_hook is _profile
-        ):
-            _state["tamper"].add("started a thread the grader does not watch")
-        return
-    if event != "call":
-        return
-    code = frame.f_code
-    if code is _SETPROFILE or code is _SETTRACE:
-        _state["tamper"].add("changed the grader's watch")
-        return
-    filename = code.co_filename
-    if filename not in _state["files"]:
-        return
-    for key in ((filename, code.co_firstlineno), (filename, None)):
-        name = _state["watched"].get(key)
-        if name is not None:
-            _state["hits"].append(name)
-            return
-
-
 #: Audit events of a process started (its work is out of the watch's sight).
 _PROCESS_EVENTS = frozenset(
     ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
      "os.forkpty", "pty.spawn")
 )  # fmt: skip
-#: Files whose frames read source for their own reasons: imports, warnings, tracebacks.
-_READERS = ("warnings.py", "traceback.py")
+_GC_EVENTS = frozenset(("gc.get_objects", "gc.get_referrers", "gc.get_referents"))
+#: Files of another process that hold its secrets: /proc/<pid>/environ, ...
+_PROC_SECRETS = ("environ", "cmdline", "mem", "maps")
 
 
-def _reads_source(path: Any) -> bool:
-    """An ``open`` of a package module's source or of a book notebook, not by an import,
-    a warning or a traceback."""
-    if not isinstance(path, str):
-        return False
-    path = os.path.abspath(path)
-    if not (
-        (path.startswith(_PACKAGE + os.sep) and path.endswith(".py"))
-        or (path.startswith(_BOOK + os.sep) and path.endswith(".ipynb"))
-    ):
-        return False
-    frame = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if filename.startswith("<frozen importlib") or filename.endswith(_READERS):
+def _make() -> tuple[Callable[..., Any], ...]:
+    """The watch: its state and the functions that read it, all in this closure.
+
+    Every library function the watch calls after the submission starts is bound here,
+    at import (before the submission runs), so replacing it by name later changes
+    nothing here.
+    """
+    # ---- captured library functions -------------------------------------------------
+    isinstance_, len_, repr_, sorted_, str_, type_, id_ = (
+        isinstance, len, repr, sorted, str, type, id
+    )  # fmt: skip
+    code_type, function_type = types.CodeType, types.FunctionType
+    sha256, hmac_digest, token_bytes = (
+        _hashlib.openssl_sha256,
+        _hashlib.hmac_digest,
+        secrets.token_bytes,
+    )
+    make_encoder, encode_string = _json.make_encoder, _json.encode_basestring_ascii
+    getframe, get_ident, start_new_thread = (
+        sys._getframe,
+        _thread.get_ident,
+        _thread.start_new_thread,
+    )
+    set_profile, get_profile, thread_set_profile = (
+        sys.setprofile,
+        sys.getprofile,
+        threading.setprofile,
+    )
+    add_audit_hook, realpath, fsdecode, sep = (
+        sys.addaudithook,
+        os.path.realpath,
+        os.fsdecode,
+        os.sep,
+    )
+    own_pid = str(os.getpid())
+    perf_counter, unpickler, pickle_loads = time.perf_counter, pickle.Unpickler, pickle.loads
+    setprofile_code, settrace_code = threading.setprofile.__code__, threading.settrace.__code__
+    thread_start_code = threading.Thread.start.__code__
+    thread_bootstrap_code = threading.Thread._bootstrap_inner.__code__
+    find_and_load_code = importlib._bootstrap._find_and_load.__code__  # type: ignore[attr-defined]
+    readers = [traceback.__dict__, warnings.__dict__]  # frames that read source for a traceback
+
+    # ---- state ------------------------------------------------------------------------
+    key = token_bytes(32)  # signs every report; the grader learns it from install's report
+    main_thread = get_ident()
+    own = [0]  # > 0 while the shim does its own work in the main thread
+    armed = [False]
+    files: set[str] = set()  # the watched modules' source files, as code objects name them
+    modules: dict[str, str] = {}  # file -> module name
+    prints: dict[str, str] = {}  # fingerprint -> label ("pe_book.alibi.alibi_slopes", ...)
+    functions: set[int] = set()  # ids of the watched modules' functions (their __code__ read)
+    readable: list[str] = []  # folders whose files a submission may not read (the book's)
+    seen: dict[int, tuple[Any, str | None]] = {}  # id(code) -> (code, label or None)
+    sent: dict[int, Any] = {}  # id -> a function the grader sent (an input of the exercise)
+    hits: set[str] = set()
+    tamper: set[str] = set()
+    display: list[Callable[..., Any]] = []
+
+    # ---- fingerprints -----------------------------------------------------------------
+    def digest(code: Any) -> str:
+        parts = [
+            code.co_code.hex(),
+            str_(code.co_argcount),
+            str_(code.co_posonlyargcount),
+            str_(code.co_kwonlyargcount),
+            "|".join(code.co_names),
+        ]
+        for const in code.co_consts:
+            if isinstance_(const, code_type):
+                parts.append("code:" + digest(const))
+            elif isinstance_(const, frozenset):
+                parts.append("frozenset:" + "|".join(sorted_(repr_(c) for c in const)))
+            else:
+                parts.append(type_(const).__name__ + ":" + repr_(const))
+        return sha256("\x00".join(parts).encode()).hexdigest()
+
+    def fingerprint(code: Any) -> str | None:
+        """What a code object computes, whatever its file, line, name or local names;
+        None for a code object too small to tell a copy from a coincidence."""
+        instructions = sum(1 for op in code.co_code[::2] if op)  # op 0 is a CACHE entry
+        return digest(code) if instructions >= MIN_INSTRUCTIONS else None
+
+    def nested(code: Any, prefix: str) -> list[tuple[Any, str]]:
+        """(code, label) of every function defined in ``code``, at any depth."""
+        found = []
+        for const in code.co_consts:
+            if isinstance_(const, code_type):
+                found.append((const, f"{prefix}.{const.co_qualname}"))
+                found += nested(const, prefix)
+        return found
+
+    # ---- the profile hook ---------------------------------------------------------------
+    def classify(code: Any) -> str | None:
+        entry = seen.get(id_(code))
+        if entry is None or entry[0] is not code:
+            if code is setprofile_code or code is settrace_code:
+                label = "!watch"
+            elif code.co_filename in files:
+                label = f"{modules[code.co_filename]}.{code.co_qualname}"
+            else:
+                label = prints.get(fingerprint(code) or "")
+            entry = seen[id_(code)] = (code, label)
+        return entry[1]
+
+    def sanctioned(frame: Any) -> bool:
+        """The frame runs the wrapper of a function the grader sent, that function."""
+        if frame is None or frame.f_code is not wrapper_code:
             return False
-        frame = frame.f_back
-    return True
+        function = frame.f_locals.get("function")
+        return sent.get(id_(function)) is function
 
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            label = classify(frame.f_code)
+            if label is None or (own[0] and get_ident() == main_thread):
+                return
+            if label == "!watch":
+                tamper.add("changed the grader's watch")
+                return
+            back = frame.f_back
+            if back is not None and (classify(back.f_code) is not None or sanctioned(back)):
+                return  # called by a watched function (or one the grader sent): not a hit
+            hits.add(label)
+        elif event == "c_call" and arg is start_new_thread:
+            if not (frame.f_code is thread_start_code and threading._profile_hook is profile):
+                tamper.add("started a thread the grader does not watch")
 
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """The permanent audit hook (sys.addaudithook: no code can remove it): what the
-    profile hook cannot see, a process started, the watch switched, the source read."""
-    if not _state["armed"] or _state["depth"]:
-        return
-    if event in _PROCESS_EVENTS:
-        _state["tamper"].add("started a process")
-    elif event in ("sys.setprofile", "sys.settrace"):
-        caller = sys._getframe(1).f_code
-        if not (caller is _THREAD_BOOTSTRAP and threading._profile_hook is _profile):
-            _state["tamper"].add("changed the grader's watch")
-    elif event == "open" and args and _reads_source(args[0]):
-        _state["tamper"].add("read pe_book's or the book's source")
+    def watching() -> bool:
+        return get_profile() is profile and threading._profile_hook is profile
 
+    # ---- the audit hook -----------------------------------------------------------------
+    def reads_source(path: Any) -> bool:
+        """An open of the package's source, the book's files or another process's
+        secrets, not by an import, a warning or a traceback."""
+        if isinstance_(path, bytes):
+            path = fsdecode(path)
+        if not isinstance_(path, str):
+            return False
+        path = realpath(path)
+        parts = path.split(sep)
+        secret = len_(parts) == 4 and parts[1] == "proc" and parts[3] in _PROC_SECRETS
+        source = path.startswith(PACKAGE + sep) and path.endswith((".py", ".pyc"))
+        if not (secret or source or any(path.startswith(d + sep) for d in readable)):
+            return False
+        if secret:
+            return parts[2] not in ("self", "thread-self", own_pid) or parts[3] == "mem"
+        frame = getframe(2)
+        while frame is not None:
+            if frame.f_code is find_and_load_code or any(
+                frame.f_globals is reader for reader in readers
+            ):
+                return False
+            frame = frame.f_back
+        return True
 
-def install(watched: list[str]) -> None:
-    """Watch the functions ``watched`` names (dotted: ``pe_book.alibi.alibi_slopes``; a
-    module name watches every function in its file) from now on, in every thread."""
-    table: dict[tuple[str, int | None], str] = {}
-    for dotted in watched:
-        filename, keys = _code_keys(dotted)
-        for key in keys:
-            table[key if key is not None else (filename, None)] = dotted
-    _state["watched"] = table
-    _state["files"] = frozenset(filename for filename, _ in table)
-    threading.setprofile(_profile)  # first: the profile hook would see this call
-    sys.setprofile(_profile)
-    if not _state["armed"]:
-        sys.addaudithook(_audit)
-        _state["armed"] = True
+    def audit(event: str, args: tuple[Any, ...]) -> None:
+        if not armed[0] or (own[0] and get_ident() == main_thread):
+            return
+        if event == "object.__getattr__":
+            if len_(args) > 1 and args[1] == "__code__" and id_(args[0]) in functions:
+                tamper.add("took a reference's code object")
+        elif event == "open":
+            if args and reads_source(args[0]):
+                tamper.add("read pe_book's or the book's source")
+        elif event in _PROCESS_EVENTS:
+            tamper.add("started a process")
+        elif event in ("sys.setprofile", "sys.settrace"):
+            caller = getframe(1).f_code
+            if not (caller is thread_bootstrap_code and threading._profile_hook is profile):
+                tamper.add("changed the grader's watch")
+        elif event in _GC_EVENTS:
+            tamper.add("searched the interpreter's objects (gc)")
+        elif event.startswith("ctypes."):
+            tamper.add("reached the interpreter's memory (ctypes)")
 
+    # ---- reports ------------------------------------------------------------------------
+    def dumps(value: Any) -> str:
+        encode = make_encoder({}, _unencodable, encode_string, None, ":", ",", True, False, True)
+        return "".join(encode(value, 0))
 
-def _watching() -> bool:
-    return sys.getprofile() is _profile and threading._profile_hook is _profile
+    def publish(report: dict[str, Any], nonce: str) -> None:
+        payload = dumps(report)
+        mac = hmac_digest(key, f"{nonce}\n{payload}".encode(), "sha256").hex()
+        display[0]({MIME: {"payload": payload, "mac": mac}}, raw=True)
 
+    def take() -> dict[str, Any]:
+        """What the watch saw since the last report, and forget it."""
+        seen_hits, seen_tamper = sorted_(hits), sorted_(tamper)
+        hits.clear()
+        tamper.clear()
+        return {"hits": seen_hits, "tamper": seen_tamper, "watching": watching()}
 
-def notes() -> None:
-    """Publish what the cells did since :func:`install` or the last notes (watched
-    functions reached, the watch tampered with) and forget it."""
-    hits, _state["hits"] = _state["hits"], []
-    tamper, _state["tamper"] = _state["tamper"], set()
-    _publish({"hits": sorted(set(hits)), "tamper": sorted(tamper), "watching": _watching()})
+    # ---- functions the grader sends -------------------------------------------------------
+    def wrap(function: Any) -> Callable[..., Any]:
+        sent[id_(function)] = function
 
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return function(*args, **kwargs)
 
-class _Sanctioned:
-    """A function the grader sent (an input of the exercise): what it calls is not the
-    student's doing, so the watch looks away while it runs."""
+        return wrapper
 
-    def __init__(self, function: Callable[..., Any]) -> None:
-        self._function = function
+    wrapper_code = wrap(len).__code__
+    sent.clear()
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        _state["depth"] += 1
+    class Arguments(unpickler):  # type: ignore[misc, valid-type]
+        def __init__(self, data: bytes, ask: Callable[[str], str]) -> None:
+            import io
+
+            super().__init__(io.BytesIO(data))
+            self._ask = ask
+
+        def persistent_load(self, pid: Any) -> Any:
+            kind, value = pid
+            if kind == "sent":
+                return wrap(pickle_loads(value))
+            if kind == "callback":
+                return _Callback(int(value), self._ask)
+            raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
+
+    # ---- the public functions --------------------------------------------------------------
+    def install(watched: list[str], solutions: dict[str, str], folders: list[str]) -> None:
+        """Watch every function of the modules ``watched`` names, the book's solutions
+        (``solutions``: fingerprint -> label) and reads of the files under ``folders``,
+        from now on, in every thread; publish the key that signs the reports. Once."""
+        if armed[0]:
+            tamper.add("installed the grader's watch again")
+            return
+        from IPython.display import display as show
+
+        display.append(show)
+        for name in watched:
+            module = importlib.import_module(name)
+            spec = importlib.util.find_spec(name)
+            code = spec.loader.get_code(name)  # type: ignore[union-attr]
+            for filename in (code.co_filename, module.__file__ or "", realpath(code.co_filename)):
+                files.add(filename)
+                modules[filename] = name
+            for inner, label in nested(code, name):
+                prints.setdefault(fingerprint(inner) or "", label)
+            for value in [*vars(module).values()]:
+                for item in [value, *(vars(value).values() if isinstance_(value, type) else [])]:
+                    item = getattr(item, "__func__", item)
+                    if isinstance_(item, function_type) and item.__code__.co_filename in files:
+                        functions.add(id_(item))
+        prints.pop("", None)
+        prints.update(solutions)
+        readable.extend(realpath(folder) for folder in folders)
         try:
-            return self._function(*args, **kwargs)
+            from IPython.core import ultratb  # tracebacks IPython draws read source too
+
+            readers.append(ultratb.__dict__)
+        except ImportError:  # pragma: no cover - the kernel always has IPython
+            pass
+        thread_set_profile(profile)  # first: the profile hook would see this call
+        set_profile(profile)
+        armed[0] = True
+        add_audit_hook(audit)
+        display[0]({MIME: {"key": key.hex(), "python": sys.version}}, raw=True)
+
+    def notes(nonce: str = "") -> None:
+        """Publish what the watch saw since the last report (while a cell ran)."""
+        publish(take(), nonce)
+
+    def call(name: str, arguments: bytes, nonce: str = "") -> None:
+        """Call the student's ``name`` on the pickled ``arguments``; publish the report."""
+        import IPython
+
+        shell = IPython.get_ipython()
+        ask = shell.kernel.raw_input if shell is not None and hasattr(shell, "kernel") else input
+        namespace = shell.user_ns if shell is not None else vars(sys.modules["__main__"])
+        own[0] += 1
+        try:
+            args = Arguments(arguments, ask).load()
         finally:
-            _state["depth"] -= 1
+            own[0] -= 1
+        report: dict[str, Any] = {}
+        function = namespace.get(name)
+        started = perf_counter()
+        if not callable(function):
+            report["missing"] = True
+        else:
+            try:
+                answer = function(*args)
+            except BaseException as exc:
+                if isinstance_(exc, KeyboardInterrupt):
+                    raise
+                own[0] += 1
+                try:
+                    message = str_(exc).strip().splitlines()
+                    report["raised"] = {
+                        "type": type_(exc).__name__,
+                        "message": message[0][:300] if message else "",
+                        "where": where_in_readers_code(exc),
+                        "not_implemented": isinstance_(exc, NotImplementedError),
+                    }
+                finally:
+                    own[0] -= 1
+            else:
+                try:
+                    report["answer"] = wire.encode(answer)
+                except Exception as exc:
+                    report["answer"] = wire.encode(wire.Opaque(type_(answer).__name__))
+                    report["encode_error"] = type_(exc).__name__
+        report["seconds"] = perf_counter() - started
+        report.update(take())
+        publish(report, nonce)
+
+    return install, notes, call, fingerprint
+
+
+def _unencodable(value: Any) -> Any:
+    raise TypeError(f"a report holds a {type(value).__name__}")
 
 
 class _Callback:
@@ -198,6 +427,8 @@ class _Callback:
         self._index, self._ask = index, ask
 
     def __call__(self, *args: Any) -> Any:
+        import json
+
         reply = json.loads(self._ask(PROMPT + json.dumps([self._index, wire.encode(list(args))])))
         if "raised" in reply:
             kind = getattr(builtins, reply["raised"], None)
@@ -206,89 +437,9 @@ class _Callback:
         return wire.decode(reply["value"])
 
 
-class _Arguments(pickle.Unpickler):
-    def __init__(self, data: bytes, ask: Callable[[str], str]) -> None:
-        import io
-
-        super().__init__(io.BytesIO(data))
-        self._ask = ask
-
-    def persistent_load(self, pid: Any) -> Any:
-        kind, value = pid
-        if kind == "sent":
-            return _Sanctioned(pickle.loads(value))
-        if kind == "callback":
-            return _Callback(int(value), self._ask)
-        raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
+install, notes, call, fingerprint = _make()
 
 
-def _where(exc: BaseException) -> str:
-    """ " (in my_table, line 3: `angle = ...`)": the innermost frame of the student's code."""
-    frames = [
-        frame
-        for frame in traceback.extract_tb(exc.__traceback__)
-        if not frame.filename.startswith(_PACKAGE)
-        and "site-packages" not in frame.filename
-        and not frame.filename.startswith("<")
-    ]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
-    code = f": `{line}`" if line and len(line) <= 70 else ""
-    return f" (in {frame.name}, line {frame.lineno}{code})"
-
-
-def _own(function: Callable[..., Any], *args: Any) -> Any:
-    """Run the shim's own work (reading the student's traceback) out of the watch's sight."""
-    _state["depth"] += 1
-    try:
-        return function(*args)
-    finally:
-        _state["depth"] -= 1
-
-
-def _publish(report: dict[str, Any]) -> None:
-    from IPython.display import display
-
-    display({MIME: report}, raw=True)
-
-
-def call(name: str, arguments: bytes) -> None:
-    """Call the student's ``name`` on the pickled ``arguments``; publish the report."""
-    import IPython
-
-    shell = IPython.get_ipython()
-    ask = shell.kernel.raw_input if shell is not None and hasattr(shell, "kernel") else input
-    namespace = shell.user_ns if shell is not None else vars(sys.modules["__main__"])
-    args = _Arguments(arguments, ask).load()
-    _state["hits"], _state["depth"], _state["tamper"] = [], 0, set()
-    report: dict[str, Any] = {}
-    function = namespace.get(name)
-    started = time.perf_counter()
-    if not callable(function):
-        report["missing"] = True
-    else:
-        try:
-            answer = function(*args)
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            message = str(exc).strip().splitlines()
-            report["raised"] = {
-                "type": type(exc).__name__,
-                "message": message[0][:300] if message else "",
-                "where": _own(_where, exc),
-                "not_implemented": isinstance(exc, NotImplementedError),
-            }
-        else:
-            try:
-                report["answer"] = wire.encode(answer)
-            except Exception as exc:
-                report["answer"] = wire.encode(wire.Opaque(type(answer).__name__))
-                report["encode_error"] = type(exc).__name__
-    report["seconds"] = time.perf_counter() - started
-    report["watching"] = _watching()
-    report["hits"] = sorted(set(_state["hits"]))
-    report["tamper"] = sorted(_state["tamper"])
-    _publish(report)
+def signature(key: bytes, nonce: str, payload: str) -> str:
+    """The grader's side of a report's signature (HMAC-SHA256 of the nonce and payload)."""
+    return _hashlib.hmac_digest(key, f"{nonce}\n{payload}".encode(), "sha256").hex()
