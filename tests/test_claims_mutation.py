@@ -286,6 +286,9 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     "001-rope-rotates-qk": [
         lambda: {"rotate": rope_with_squared_positions},
         lambda: {"rotation": squared_angle_rotation},
+        # no rotation at all (NoPE): shift-invariant, but m − n never enters the score
+        lambda: {"rotate": lambda x, positions: x, "rotation": lambda angle: sp.eye(2)},
+        lambda: {"rotation": lambda angle: sp.eye(2)},
     ],
     "004-rope-values-no-position": [lambda: {"rotate": lambda x, positions: x}],  # no rotation
     "001-alibi-linear-bias": [lambda: {"bias": log_bias}],

@@ -18,15 +18,53 @@ def pe_book_rope(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return rope.apply_rope(x, positions)
 
 
-def _symbolic_shift_residue(
+def _symbolic_score(
     rotation: Callable[[sp.Expr], sp.Matrix] = symbolic.rotation,
-) -> sp.Expr:
-    """SymPy: ⟨R((m+c)θ)q, R((n+c)θ)k⟩ − ⟨R(mθ)q, R(nθ)k⟩, simplified (0: shift-free)."""
+) -> tuple[sp.Expr, tuple[sp.Symbol, ...]]:
+    """SymPy: ⟨R(mθ)q, R(nθ)k⟩ for symbolic q, k (d = 2), m, n, θ; and the symbols m, n, c."""
     q0, q1, k0, k1, m, n, c, theta = sp.symbols("q_0 q_1 k_0 k_1 m n c theta", real=True)
     score = (rotation(m * theta) * sp.Matrix([q0, q1])).dot(
         rotation(n * theta) * sp.Matrix([k0, k1])
     )
+    return score, (m, n, c)
+
+
+def _symbolic_shift_residue(
+    rotation: Callable[[sp.Expr], sp.Matrix] = symbolic.rotation,
+) -> sp.Expr:
+    """SymPy: ⟨R((m+c)θ)q, R((n+c)θ)k⟩ − ⟨R(mθ)q, R(nθ)k⟩, simplified (0: shift-free)."""
+    score, (m, n, c) = _symbolic_score(rotation)
     return sp.simplify(sp.expand_trig(score.subs({m: m + c, n: n + c}) - score))
+
+
+def _symbolic_sees_offset(rotation: Callable[[sp.Expr], sp.Matrix] = symbolic.rotation) -> bool:
+    """SymPy: is ∂score/∂m not identically 0, i.e. does the score change with m − n at all?"""
+    score, (m, _n, _c) = _symbolic_score(rotation)
+    return sp.simplify(sp.diff(score, m)) != 0
+
+
+def _largest_changes(rotate: Rotate) -> tuple[float, float, float]:
+    """The code, d = 64, 50 seeded (m, n, c) below 10^4: the largest change of the score when
+    m and n both move by c, when m alone moves by 1, and the largest |score|."""
+    generator = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 1, 64, dtype=torch.float64, generator=generator)
+    m, n, c = torch.randint(0, 10_000, (3, 50), generator=generator)
+
+    def score(mi: int, ni: int) -> float:
+        return (rotate(q, torch.tensor([mi])) @ rotate(k, torch.tensor([ni])).T).item()
+
+    shifted, one_step, size = 0.0, 0.0, 0.0
+    for mi, ni, ci in zip(m.tolist(), n.tolist(), c.tolist(), strict=True):
+        here = score(mi, ni)
+        shifted = max(shifted, abs(here - score(mi + ci, ni + ci)))
+        one_step = max(one_step, abs(here - score(mi + 1, ni)))
+        size = max(size, abs(here))
+    return shifted, one_step, size
+
+
+def _no_rotation(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """The counterfactual: nothing rotated (NoPE), so no position reaches the score."""
+    return x
 
 
 @evidence("001-rope-rotates-qk")
@@ -34,27 +72,31 @@ def rope_rotates_qk(
     rotate: Rotate = pe_book_rope,
     rotation: Callable[[sp.Expr], sp.Matrix] = symbolic.rotation,
 ) -> Finding:
-    """A proof that the rotated score depends on m − n only, tied to the code on samples.
+    """A proof that the rotated score depends on m − n only, and does depend on it (its
+    derivative in m is not 0), tied to the code on samples.
 
-    ``rotation(angle)`` is the 2 × 2 matrix the proof uses; ``rotate`` the code.
+    ``rotation(angle)`` is the 2 × 2 matrix the proof uses; ``rotate`` the code. Shift
+    invariance alone would let "no rotation at all" pass; the second half rules it out,
+    and the evidence prints what that counterfactual gives.
     """
-    generator = torch.Generator().manual_seed(0)
-    q, k = torch.randn(2, 1, 64, dtype=torch.float64, generator=generator)
-    m, n, c = torch.randint(0, 10_000, (3, 50), generator=generator)
-    worst, size = 0.0, 0.0
-    for mi, ni, ci in zip(m.tolist(), n.tolist(), c.tolist(), strict=True):
-        here = (rotate(q, torch.tensor([mi])) @ rotate(k, torch.tensor([ni])).T).item()
-        moved = (rotate(q, torch.tensor([mi + ci])) @ rotate(k, torch.tensor([ni + ci])).T).item()
-        worst, size = max(worst, abs(here - moved)), max(size, abs(here))
     residue = _symbolic_shift_residue(rotation)
+    sees_offset = _symbolic_sees_offset(rotation)
+    shifted, one_step, size = _largest_changes(rotate)
+    _, blind_step, _ = _largest_changes(_no_rotation)
+    enters = sees_offset and one_step > 1e-6 * size
     return Finding(
-        holds=residue == 0 and worst < 1e-9,
+        holds=residue == 0 and shifted < 1e-9 and enters,
         shown=(
             "SymPy, symbolic q, k, m, n, θ and shift c: score(m + c, n + c) − score(m, n)"
-            + (" simplifies to 0" if residue == 0 else " does not simplify to 0"),
-            "the code, d = 64, 50 random (m, n, c) up to 10^4: largest change of the score "
-            + ("< 1e-9" if worst < 1e-9 else f"{worst:.2g}")
-            + f" (the largest score {size:.1f})",
+            + (" simplifies to 0" if residue == 0 else " does not simplify to 0")
+            + "; ∂score/∂m "
+            + ("is not 0 (m − n enters)" if sees_offset else "is 0 (m − n never enters)"),
+            "the code, d = 64, 50 random (m, n, c) up to 10^4: moving m and n by c changes the"
+            " score by "
+            + ("< 1e-9" if shifted < 1e-9 else f"{shifted:.2g}")
+            + f", moving m alone by 1 by up to {one_step:.2f} (the largest score {size:.1f})",
+            f"counterfactual, no rotation (NoPE): shifts change nothing either, but moving m"
+            f" alone changes the score by {blind_step:.1f}: relative position does not enter",
         ),
     )
 
@@ -91,18 +133,25 @@ def rope_values_no_position(rotate: Rotate = pe_book_rope) -> Finding:
     tokens = torch.randn(8, 16, dtype=torch.float64, generator=generator)
     same = tokens[:1].expand(8, 16)
     spread = float((layer(same) - layer(same)[:1]).abs().max())
-    last = layer(tokens)[-1]
     reordered = torch.cat((tokens[:-1].flip(0), tokens[-1:]))
-    change = float((layer(reordered)[-1] - last).abs().max())
-    size = float(last.abs().max())
+
+    def last_change(layer_: Callable[[torch.Tensor], torch.Tensor]) -> tuple[float, float]:
+        last = layer_(tokens)[-1]
+        return float((layer_(reordered)[-1] - last).abs().max()), float(last.abs().max())
+
+    change, size = last_change(layer)
+    blind, _ = last_change(rope_layer(_no_rotation))  # same weights, nothing rotated
     return Finding(
         holds=change <= 1e-9 * size,
         shown=(
             "premise, true by construction: 8 identical tokens give outputs equal within "
             + ("1e-12" if spread < 1e-12 else f"{spread:.2g} (not equal!)")
             + " at every position (nothing positional is averaged)",
-            f"conclusion, tested: 8 distinct tokens, the first 7 reversed: the last output"
+            f"conclusion, tested in a bidirectional layer (no causal mask, which would carry"
+            f" order by itself): 8 distinct tokens, the first 7 reversed: the last output"
             f" (entries up to {size:.2f}) changes by {change:.3f}, {change / size:.0%} of its"
-            " size (no positional information would leave it unchanged)",
+            " size",
+            f"counterfactual, the same layer rotating nothing: it changes by {blind:.3f}"
+            " (no positional information leaves it unchanged)",
         ),
     )

@@ -17,18 +17,18 @@ from pe_book.exercises.grading import (
     check,
     grader,
 )
-from pe_book.exercises.policy import judge
+from pe_book.exercises.policy import _values, judge
 from pe_book.exercises.secret import seeded
 
 __all__ = ["check_decay_bound", "check_layout_conversion", "check_rope_rotation"]
 
-#: Why exercise 7.1 needs float64 angles (section 7.4's table: float32 angles are off by
-#: about 4e-4 rad at position 30,000 for d = 16). Float32 angles are fine in a model
-#: (cosines within about 1e-3 at 32k); the exercise's tolerance is what asks for float64.
+#: Why exercise 7.1 needs float64 angles (section 7.4 prints it: float32 angles are off by
+#: 2.1e-4 rad at position 30,001 for d = 16, 3.8e-4 at 30,002). Float32 angles serve a model
+#: of a few thousand positions; the exercise's tolerance is what asks for float64.
 FLOAT32_ANGLES = (
     "form the angles m·θ_i in float64: positions reach 30,002 here, where float32"
-    " angles are off by about 4e-4 rad (section 7.4's table). That is fine in a model,"
-    " but far more than this exercise's tolerance 1e-6"
+    " angles are off by about 2e-4 rad (section 7.4, d = 16), far more than this"
+    " exercise's tolerance 1e-6"
 )
 
 #: Why exercise 7.3 needs float64 angles (measured: d = 64, offsets to 123,456). The
@@ -41,9 +41,67 @@ BOUND_FLOAT32_ANGLES = (
 )
 
 
+def _rotated_with(x: torch.Tensor, positions: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """Interleaved rotation of x by positions·theta (a wrong theta gives a known wrong answer)."""
+    angles = positions.double()[:, None] * theta
+    return rope.rotate(x, torch.cos(angles), torch.sin(angles))
+
+
+def _rotation_mistake(reader: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> str | None:
+    """Name the common mistake a wrong 7.1 answer matches, if any (nothing expected is shown)."""
+    generator = seeded(71)
+    x = torch.randn(3, 8, generator=generator, dtype=torch.float64)
+    positions = torch.tensor([0, 3, 1000])
+    try:
+        got = _values(attempt(reader, x.clone(), positions.clone()))
+    except Exception:  # the mismatch already says what the function did
+        return None
+    if got.shape != x.shape:
+        return None
+
+    def close(other: torch.Tensor) -> bool:
+        return bool((got - other).abs().max() <= 1e-6)
+
+    pairs = torch.arange(0, 8, 2, dtype=torch.float64)
+    known = [
+        (
+            rope.apply_rope(x, positions, layout="half"),
+            "your pairs are (i, i + d/2), the half layout; this exercise pairs (2i, 2i+1)",
+        ),
+        (
+            rope.apply_rope(x, -positions),
+            "you turn each pair by −mθ_i (the transpose of the rotation); RoPE turns by +mθ_i:"
+            " (x_a cos − x_b sin, x_a sin + x_b cos)",
+        ),
+        (
+            rope.apply_rope(x, positions + 1),
+            "you rotate by (m + 1)θ_i: the positions are used as given, 0 means no rotation",
+        ),
+        (
+            _rotated_with(x, positions, 10000.0 ** (-(pairs + 2) / 8)),
+            "your θ_i is pair i + 1's frequency: θ_0 = 1 (pair 0 turns by m radians)",
+        ),
+        (
+            _rotated_with(x, positions, 10000.0 ** (-pairs / 2 / 8)),
+            "your θ_i = 10000^(−i/d); the exercise's is 10000^(−2i/d), i the pair index",
+        ),
+    ]
+    for answer, mistake in known:
+        if close(answer):
+            return f"Known mistake: {mistake}."
+    if not bool((got[0] - x[0]).abs().max() <= 1e-6):
+        return (
+            "At position 0 every angle is 0, so RoPE leaves the row unchanged, but yours"
+            " changes it: check the order in which you write the pairs back"
+        )
+    return None
+
+
 def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Chapter 7: ``reader(x, positions)`` rotates x (L, d) with interleaved pairs, to within
-    1e-6 (positions reach 30,002: the angles must be float64)."""
+    1e-6 (positions reach 30,002: the angles must be float64). A wrong answer that matches a
+    known mistake (the half layout, −mθ, m + 1, θ of the next pair, 10000^(−i/d), or a row
+    at position 0 that is not x) is told which."""
     generator = seeded(7)
     cases = []
     for dim, positions, kind in [
@@ -56,18 +114,24 @@ def check_rope_rotation(reader: Callable[[torch.Tensor, torch.Tensor], torch.Ten
         x = torch.randn(len(positions), dim, generator=generator, dtype=torch.float64)
         description = f"x {tuple(x.shape)}, positions {positions.tolist()}"
         cases.append(Case((x, positions), description, kind=kind))
-    check(
-        "rope_rotation",
-        reader,
-        lambda x, positions: rope.apply_rope(x, positions),
-        cases,
-        atol=1e-6,
-        float32=FLOAT32_ANGLES,
-        locate=lambda case, index: (
-            f"row {index[0]} (position {int(case.args[1][index[0]]):,}), column {index[1]}"
-        ),
-        positions=lambda case: case.args[1],
-    )
+    try:
+        check(
+            "rope_rotation",
+            reader,
+            lambda x, positions: rope.apply_rope(x, positions),
+            cases,
+            atol=1e-6,
+            float32=FLOAT32_ANGLES,
+            locate=lambda case, index: (
+                f"row {index[0]} (position {int(case.args[1][index[0]]):,}), column {index[1]}"
+            ),
+            positions=lambda case: case.args[1],
+        )
+    except ExerciseMismatch as mismatch:
+        mistake = _rotation_mistake(reader)
+        if mistake is None:
+            raise
+        raise ExerciseMismatch(f"{mismatch}\n{mistake}") from None
 
 
 def _same_scores(
@@ -99,9 +163,15 @@ def check_layout_conversion(reader: Callable[[torch.Tensor], torch.Tensor]) -> s
                 f"input of shape {shape} (any leading dimensions are allowed): your function"
                 f" {_raised(exc)}"
             ) from exc
-        if not isinstance(q_new, torch.Tensor) or q_new.shape != q.shape:
-            raise ExerciseMismatch(f"input of shape {shape}: expected a tensor of that shape")
-        q_new, k_new = q_new.double(), k_new.double()
+        try:  # a tensor, a NumPy array or a list: the book's one policy
+            q_new, k_new = _values(q_new, "numbers"), _values(k_new, "numbers")
+        except TypeError as exc:
+            raise ExerciseMismatch(f"input of shape {shape}: your answer: {exc}") from None
+        if tuple(q_new.shape) != shape:
+            raise ExerciseMismatch(
+                f"input of shape {shape}: your answer has shape {tuple(q_new.shape)}"
+                " (the conversion only reorders the last dimension)"
+            )
         permutation = torch.tensor(sinusoidal.layout_permutation(dim))
         expected = q[..., torch.argsort(permutation)]  # half order -> interleaved order
         problem = judge(expected, q_new, atol=1e-6, locate=lambda index: f"coordinate {index[-1]}")
