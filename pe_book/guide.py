@@ -184,9 +184,11 @@ def _budget(task: Assignment, results: Path | None) -> list[str]:
     )
     if results is not None and task.measured:
         need, _ = measured_budget(task, results)
-        methods = " and ".join(task.measured)
+        which = task.measured[0] if len(task.measured) == 1 else (
+            f"{', '.join(task.measured[:-1])} and {task.measured[-1]} (the slower median)"
+        )
         text += (
-            f": the study's own stored runs of {methods} took a median of"
+            f": the study's own stored runs of {which} took a median of"
             f" {need / task.runs:.0f} minutes each on one thread, so its {task.runs} runs need"
             f" about {need:.0f}; the rest is for the extra readings and a slower machine"
         )
@@ -224,8 +226,9 @@ def markdown_assignment(
 
 
 def deck_titles(path: Path) -> list[str]:
-    """A deck source's slide titles in order, as tools/decks.py cuts it: the ``# `` title
-    slide, then one slide per ``## `` heading outside fenced code; slide k is item k - 1."""
+    """A deck source's slide titles in order, as tools/decks.py cuts it: the title slide (its
+    line "# Title"), then one slide per line "## Heading" outside fenced code; slide k is
+    item k - 1."""
     titles, fenced = [], False
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         if line.startswith(("```", "~~~")):
