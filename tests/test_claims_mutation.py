@@ -211,9 +211,11 @@ def position_blind_shaw() -> Callable[..., torch.Tensor]:
     """Shaw et al. clipped at K = 0: every offset shares one embedding, no position is left."""
     layer = relative.ShawAttention(dim=16, n_heads=2, max_offset=0).double()
 
-    def forward(x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        x: torch.Tensor, positions: torch.Tensor | None = None, causal: bool = False
+    ) -> torch.Tensor:
         with torch.no_grad():
-            return layer(x, positions=positions)
+            return layer(x, positions=positions, causal=causal)
 
     return forward
 
@@ -223,7 +225,9 @@ def absolute_shaw() -> Callable[..., torch.Tensor]:
     so the first token stays far from the others at any length."""
     layer = relative_evidence.shaw_layer()
     table = torch.randn(200, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
-    return lambda x, positions=None: layer(x + table[: len(x)], positions=positions)
+    return lambda x, positions=None, causal=False: layer(
+        x + table[: len(x)], positions=positions, causal=causal
+    )
 
 
 def learned_work_scaled(factor: float) -> Callable[[str], relative_evidence.StepWork]:
@@ -281,7 +285,11 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
         lambda: {"work": learned_work_scaled(1.0)},  # no more computation: does not hold
     ],
     "004-t5-clipped-relative": [
-        lambda: {"bucket": clipped_buckets, "bias_table": torch.zeros(33, 64)}
+        lambda: {
+            "bucket": clipped_buckets,
+            "bias_table": torch.zeros(33, 64),
+            "txl_vectors": lambda offsets: torch.ones(len(offsets), 16),  # clipped too
+        }
     ],
     "001-rope-rotates-qk": [
         lambda: {"rotate": rope_with_squared_positions},

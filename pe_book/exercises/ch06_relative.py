@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from pe_book import learned, relative, sinusoidal
@@ -31,7 +32,9 @@ def check_relative_indices(
 ) -> None:
     """Chapter 6: ``reader(query_positions, key_positions, K)`` returns clip(m - n, -K, K) + K
     (exact whole numbers). As everywhere in the book the values are judged, so whole numbers
-    in a float tensor pass, with a note that indexing a table needs an integer tensor."""
+    in a float tensor (or array), or in an integer type other than long, pass with a note
+    that the statement asks for long; an integer type too small for rows up to 2K fails, and
+    is named."""
     cases = [
         Case(
             (torch.arange(q), torch.arange(k), big_k),
@@ -44,6 +47,7 @@ def check_relative_indices(
             (6, 6, 2, "offsets past K on both sides"),
             (3, 8, 3, "more keys than queries"),
             (10, 10, 20, "K larger than every offset"),
+            (300, 3, 150, "rows up to 2K = 300, more than 8-bit integers hold"),
         ]
     ]
     cases.append(
@@ -70,17 +74,51 @@ def check_relative_indices(
         case = cases[len(answers) - 1] if 0 < len(answers) <= len(cases) else None
         if case is not None and _is_reversed(answers[-1], case):
             raise ExerciseMismatch(
-                f"{mismatch}\nYour rows are those of the offset n − m: the book's r is m − n"
-                " (query minus key)"
+                f"{mismatch}\nYour rows are those of the offset n − m, or your matrix is"
+                " transposed: the book's r is m − n (query minus key), one row per query"
+            ) from None
+        small = case is not None and _too_small(answers[-1], 2 * case.args[2])
+        if small:
+            raise ExerciseMismatch(
+                f"{mismatch}\nYour answer is {small}, which cannot hold every row up to 2K:"
+                " the rows wrap around; return a long tensor"
             ) from None
         raise
-    floating = [a for a in answers if isinstance(a, torch.Tensor) and a.is_floating_point()]
-    if floating:
+    noted = next((kind for kind in map(_not_long, answers) if kind), None)
+    if noted:
         note = (
-            f"Note: your answer is {floating[0].dtype}; the values are right, but a table"
-            " is indexed with an integer tensor (.long())."
+            f"Note: your answer is {noted}; the values are right, but the statement asks"
+            " for long (torch.int64), the type a table is indexed with (.long())."
         )
         print(textwrap.fill(note, 79, initial_indent="  ", subsequent_indent="  "))
+
+
+def _dtype(answer: object) -> torch.dtype | np.dtype | None:
+    return answer.dtype if isinstance(answer, torch.Tensor | np.ndarray) else None
+
+
+def _not_long(answer: object) -> str | None:
+    """'a torch.float64 tensor', 'a NumPy float64 array', ... unless ``answer`` is long."""
+    dtype = _dtype(answer)
+    if dtype is None or dtype in (torch.int64, np.dtype(np.int64)):
+        return None
+    return f"a {dtype} tensor" if isinstance(dtype, torch.dtype) else f"a NumPy {dtype} array"
+
+
+def _too_small(answer: object, largest: int) -> str | None:
+    """The integer type of ``answer`` if it cannot hold ``largest``, else None."""
+    dtype = _dtype(answer)
+    if dtype is None:
+        return None
+    if isinstance(dtype, torch.dtype):
+        if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+            return None
+        top = torch.iinfo(dtype).max
+    elif np.issubdtype(dtype, np.integer):
+        top = np.iinfo(dtype).max
+    else:
+        return None
+    return _not_long(answer) if top < largest else None
 
 
 def _is_reversed(answer: object, case: Case) -> bool:
@@ -103,7 +141,7 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
         (True, 16, 64, "fewer buckets"),
         (False, 8, 20, "a short max_distance"),
         # |r| = 8, 16, 64 sit on bucket edges that a float64 logarithm moves
-        (True, 18, 128, "18 buckets, where |r| = 8, 16 and 64 sit on bucket edges"),
+        (True, 18, 128, "18 buckets: an odd B = 9 per side; |r| = 8, 16, 64 on bucket edges"),
     ]
     cases = [
         Case(
@@ -139,7 +177,20 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
                     f"{mismatch}\nYour buckets are those of −r: T5's code measures n − m,"
                     " the book's offset r is m − n (query minus key)"
                 ) from None
+            if _same(answers[-1], relative.t5_bucket(offset, *config, log_dtype=torch.float64)):
+                raise ExerciseMismatch(
+                    f"{mismatch}\nYour buckets are what a float64 logarithm gives: a distance"
+                    " that sits exactly on a bucket edge falls below it. Take the logarithm in"
+                    " float32, as T5 does (the statement)"
+                ) from None
         raise
+
+
+def _same(answer: object, buckets: torch.Tensor) -> bool:
+    try:
+        return bool(torch.equal(torch.as_tensor(answer).long(), buckets))
+    except (TypeError, ValueError, RuntimeError):
+        return False
 
 
 def check_similarity_by_offset(reader: Callable[[torch.Tensor], torch.Tensor]) -> None:
