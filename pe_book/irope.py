@@ -1,9 +1,10 @@
 """iRoPE, Llama 4's layer plan: RoPE layers with chunked attention interleaved with NoPE layers.
 
-Chapter 10. Meta, "The Llama 4 herd" (blog post, April 2025); there is no paper, so
-the reference is the released code: Meta's ``llama-models`` (``models/llama4/model.py``,
-``args.py``) and Hugging Face transformers (``models/llama4/modeling_llama4.py``,
-``configuration_llama4.py``). What that code does, and what this module provides:
+Chapter 13 (and chapter 11's iRoPE model). Meta, "The Llama 4 herd" (blog post, April
+2025); there is no paper, so the reference is the released code: Meta's ``llama-models``
+(``models/llama4/model.py``, ``args.py``) and Hugging Face transformers
+(``models/llama4/modeling_llama4.py``, ``configuration_llama4.py``).
+What that code does, and what this module provides:
 
 - **Which layers rotate** (:func:`rope_layers`): layer l (0-based) is a NoPE layer,
   with no position information at all, when (l + 1) mod ``interval`` = 0, so with the
@@ -16,8 +17,9 @@ the reference is the released code: Meta's ``llama-models`` (``models/llama4/mod
   full causal attention, so only they carry information across chunks.
 - **Temperature tuning** (:func:`temperature_scale`, :func:`scale_queries`): at inference
   the NoPE layers multiply the query at position m by
-  1 + attn_scale · log(1 + floor((m + 1) / floor_scale)), after Nakanishi's
-  Scalable-Softmax (2025, arXiv 2501.19399) but floored so short contexts are untouched.
+  1 + attn_scale · log(1 + floor((m + 1) / floor_scale)). It resembles Nakanishi's
+  Scalable-Softmax (2025, arXiv 2501.19399: s · log n, no floor; Meta cites no source),
+  floored so short contexts are untouched.
 - **q, k normalisation** (:func:`qk_norm`): the RoPE layers of Scout (``use_qk_norm``)
   divide q and k, after rotation, by their root mean square; NoPE layers do not.
 """
@@ -202,7 +204,7 @@ def qk_norm(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
 
 class IRopeAttention(MultiHeadSelfAttention):
     """One layer of iRoPE: a RoPE layer with chunked attention, or a NoPE layer with
-    temperature-tuned queries (Llama 4's plan, chapter 10).
+    temperature-tuned queries (Llama 4's plan, chapter 13).
 
     ``forward(x, *, causal=True, rotate, chunk_mask, floor_scale)``: a RoPE layer turns q
     and k with ``rotate`` and lets query m see key n only within its chunk

@@ -1,4 +1,4 @@
-"""Multi-head Latent Attention's decoupled RoPE (DeepSeek-V2, 2024). Chapter 10.
+"""Multi-head Latent Attention's decoupled RoPE (DeepSeek-V2, 2024). Chapter 13.
 
 DeepSeek-AI, *DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts
 Language Model*, arXiv 2405.04434, sections 2.1.2-2.1.4, eqs. (9)-(19), Table 1

@@ -1,4 +1,4 @@
-"""M-RoPE, the multimodal rotary position embedding of Qwen2-VL (chapter 10).
+"""M-RoPE, the multimodal rotary position embedding of Qwen2-VL (chapter 13).
 
 Wang, Bai, Tan et al., *Qwen2-VL: Enhancing Vision-Language Model's Perception of
 the World at Any Resolution* (2024, arXiv:2409.12191, section 2.1 and its M-RoPE
@@ -193,7 +193,7 @@ def apply_mrope(
     layout: str = "half",
     fused: bool = True,
 ) -> torch.Tensor:
-    """Turn pair i of each row of x (..., L, d) by p_c(i) θ_i; position_ids (3, L). Chapter 10.
+    """Turn pair i of each row of x (..., L, d) by p_c(i) θ_i; position_ids (3, L). Chapter 13.
 
     With t = h = w = 0 .. L-1 (text) this is :func:`pe_book.rope.apply_rope` exactly.
     Same dtype handling as ``apply_rope`` (angles in float64, rotation in float32 or wider).
@@ -212,7 +212,7 @@ class MRope(CachedTable):
 
     ``forward(x, position_ids)`` rotates x (..., L, dim) with position_ids (3, L), as
     :func:`apply_mrope`: cos/sin of positions 0 .. max_len-1 are computed once, and
-    each call only gathers row p_c(i) of column i. Chapter 10.
+    each call only gathers row p_c(i) of column i. Chapter 13.
     """
 
     keeps_precision = True  # cos/sin stay float32/float64 under .half() (CachedTable)

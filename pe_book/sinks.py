@@ -1,6 +1,6 @@
 """Attention sinks: StreamingLLM's kept first tokens, and gpt-oss's learned sink logit.
 
-Chapter 10. Two ideas share the name.
+Chapter 13. Two ideas share the name.
 
 (a) StreamingLLM (Xiao, Tian, Chen, Han and Lewis, "Efficient Streaming Language Models
 with Attention Sinks", ICLR 2024, arXiv 2309.17453): models put much attention on the
