@@ -232,3 +232,18 @@ def test_a_clone_has_the_references_fingerprint_and_a_student_function_does_not(
     assert shim.fingerprint(mine) not in (None, shim.fingerprint(alibi.alibi_slopes.__code__))
     assert shim.fingerprint((lambda x: x).__code__) is None  # too small to tell a copy
     assert isinstance(types.FunctionType(clone, {}), types.FunctionType)
+
+
+def test_names_set_after_import_do_not_reach_the_watch(monkeypatch):
+    """What the watch reads was bound when the shim was imported: a submission that sets
+    the shim's constants or the builtins it uses changes nothing it computes."""
+    import builtins
+
+    from pe_book import alibi
+
+    code = alibi.alibi_slopes.__code__
+    before = shim.fingerprint(code)
+    monkeypatch.setattr(shim, "MIN_INSTRUCTIONS", 10**9)
+    monkeypatch.setattr(builtins, "sum", lambda *args: 0)
+    monkeypatch.setattr(builtins, "repr", lambda value: "")
+    assert shim.fingerprint(code) == before is not None

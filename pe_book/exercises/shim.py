@@ -117,7 +117,10 @@ def _make() -> tuple[Callable[..., Any], ...]:
     isinstance_, len_, repr_, sorted_, str_, type_, id_ = (
         isinstance, len, repr, sorted, str, type, id
     )  # fmt: skip
+    sum_, any_, callable_, frozenset_, bytes_ = sum, any, callable, frozenset, bytes
     code_type, function_type = types.CodeType, types.FunctionType
+    min_instructions, package = MIN_INSTRUCTIONS, PACKAGE
+    process_events, gc_events, proc_secrets = _PROCESS_EVENTS, _GC_EVENTS, _PROC_SECRETS
     sha256, hmac_digest, token_bytes = (
         _hashlib.openssl_sha256,
         _hashlib.hmac_digest,
@@ -176,7 +179,7 @@ def _make() -> tuple[Callable[..., Any], ...]:
         for const in code.co_consts:
             if isinstance_(const, code_type):
                 parts.append("code:" + digest(const))
-            elif isinstance_(const, frozenset):
+            elif isinstance_(const, frozenset_):
                 parts.append("frozenset:" + "|".join(sorted_(repr_(c) for c in const)))
             else:
                 parts.append(type_(const).__name__ + ":" + repr_(const))
@@ -185,8 +188,8 @@ def _make() -> tuple[Callable[..., Any], ...]:
     def fingerprint(code: Any) -> str | None:
         """What a code object computes, whatever its file, line, name or local names;
         None for a code object too small to tell a copy from a coincidence."""
-        instructions = sum(1 for op in code.co_code[::2] if op)  # op 0 is a CACHE entry
-        return digest(code) if instructions >= MIN_INSTRUCTIONS else None
+        instructions = sum_(1 for op in code.co_code[::2] if op)  # op 0 is a CACHE entry
+        return digest(code) if instructions >= min_instructions else None
 
     def nested(code: Any, prefix: str) -> list[tuple[Any, str]]:
         """(code, label) of every function defined in ``code``, at any depth."""
@@ -240,21 +243,21 @@ def _make() -> tuple[Callable[..., Any], ...]:
     def reads_source(path: Any) -> bool:
         """An open of the package's source, the book's files or another process's
         secrets, not by an import, a warning or a traceback."""
-        if isinstance_(path, bytes):
+        if isinstance_(path, bytes_):
             path = fsdecode(path)
-        if not isinstance_(path, str):
+        if not isinstance_(path, str_):
             return False
         path = realpath(path)
         parts = path.split(sep)
-        secret = len_(parts) == 4 and parts[1] == "proc" and parts[3] in _PROC_SECRETS
-        source = path.startswith(PACKAGE + sep) and path.endswith((".py", ".pyc"))
-        if not (secret or source or any(path.startswith(d + sep) for d in readable)):
+        secret = len_(parts) == 4 and parts[1] == "proc" and parts[3] in proc_secrets
+        source = path.startswith(package + sep) and path.endswith((".py", ".pyc"))
+        if not (secret or source or any_(path.startswith(d + sep) for d in readable)):
             return False
         if secret:
             return parts[2] not in ("self", "thread-self", own_pid) or parts[3] == "mem"
         frame = getframe(2)
         while frame is not None:
-            if frame.f_code is find_and_load_code or any(
+            if frame.f_code is find_and_load_code or any_(
                 frame.f_globals is reader for reader in readers
             ):
                 return False
@@ -262,21 +265,23 @@ def _make() -> tuple[Callable[..., Any], ...]:
         return True
 
     def audit(event: str, args: tuple[Any, ...]) -> None:
+        if event == "object.__getattr__":  # first: the profile hook's every frame.f_code
+            if args[1] == "__code__" and id_(args[0]) in functions and armed[0]:
+                if not (own[0] and get_ident() == main_thread):
+                    tamper.add("took a reference's code object")
+            return
         if not armed[0] or (own[0] and get_ident() == main_thread):
             return
-        if event == "object.__getattr__":
-            if len_(args) > 1 and args[1] == "__code__" and id_(args[0]) in functions:
-                tamper.add("took a reference's code object")
-        elif event == "open":
+        if event == "open":
             if args and reads_source(args[0]):
                 tamper.add("read pe_book's or the book's source")
-        elif event in _PROCESS_EVENTS:
+        elif event in process_events:
             tamper.add("started a process")
         elif event in ("sys.setprofile", "sys.settrace"):
             caller = getframe(1).f_code
             if not (caller is thread_bootstrap_code and threading._profile_hook is profile):
                 tamper.add("changed the grader's watch")
-        elif event in _GC_EVENTS:
+        elif event in gc_events:
             tamper.add("searched the interpreter's objects (gc)")
         elif event.startswith("ctypes."):
             tamper.add("reached the interpreter's memory (ctypes)")
@@ -384,7 +389,7 @@ def _make() -> tuple[Callable[..., Any], ...]:
         report: dict[str, Any] = {}
         function = namespace.get(name)
         started = perf_counter()
-        if not callable(function):
+        if not callable_(function):
             report["missing"] = True
         else:
             try:
