@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -33,8 +34,10 @@ from pe_book._validate import validate_choice, validate_int
 __all__ = [
     "CROSS_CHECKS",
     "LAYER_KINDS",
+    "SAME_SOURCE",
     "ConfigPositions",
     "CrossCheck",
+    "class_checkpoint",
     "config_defaults",
     "cross_check",
     "kv_cache_bytes",
@@ -198,8 +201,8 @@ CROSS_CHECKS: tuple[tuple[str, str, str, str], ...] = (
     ("Qwen2, Qwen2.5, Qwen3", "RoPE base", "Qwen2Config", "rope_theta"),
     ("Qwen2, Qwen2.5, Qwen3", "RoPE base", "Qwen3Config", "rope_theta"),
     ("Qwen2-VL", "RoPE base", "Qwen2VLTextConfig", "rope_theta"),
-    ("Mistral 7B", "RoPE base", "MistralConfig", "rope_theta"),
-    ("Mistral 7B", "window", "MistralConfig", "window"),
+    ("Mistral 7B v0.1", "RoPE base", "MistralConfig", "rope_theta"),
+    ("Mistral 7B v0.1", "window", "MistralConfig", "window"),
     ("Mixtral 8x7B", "RoPE base", "MixtralConfig", "rope_theta"),
     ("Gemma 2", "RoPE base", "Gemma2Config", "rope_theta"),
     ("Gemma 2", "window", "Gemma2Config", "window"),
@@ -220,10 +223,32 @@ CROSS_CHECKS: tuple[tuple[str, str, str, str], ...] = (
     ("Phi-3-mini", "RoPE base", "Phi3Config", "rope_theta"),
 )
 
+#: (family, column) cells of CROSS_CHECKS whose quoted value was itself read from the class
+#: it is checked against (the row's sources say so): their agreement cannot fail, so
+#: :attr:`CrossCheck.independent` is False and chapter 13 counts them apart.
+SAME_SOURCE: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("Llama 4 Scout", "NoPE layer every"),
+        ("Llama 4 Scout", "window"),
+        ("Llama 4 Scout", "window layers"),
+        ("Qwen2-VL", "RoPE base"),
+        ("Mistral 7B v0.1", "RoPE base"),
+        ("Mixtral 8x7B", "RoPE base"),
+        ("Gemma 2", "RoPE base"),
+        ("GPT-NeoX-20B", "rotated share"),
+        ("Phi-3-mini", "RoPE base"),
+    }
+)
+
 
 @dataclass(frozen=True)
 class CrossCheck:
-    """One quoted cell against one class default: ``agrees`` is None when either is absent."""
+    """One quoted cell against one class default: ``agrees`` is None when either is absent.
+
+    ``independent`` is False when the quoted cell was read from that same class
+    (:data:`SAME_SOURCE`); ``checkpoint`` is the model the class's docstring names as
+    its defaults' example (e.g. "meta-llama/Llama-2-7b-hf"), None if it names none.
+    """
 
     family: str
     column: str
@@ -231,6 +256,17 @@ class CrossCheck:
     source: str  # "Class.field"
     default: float | str | None
     agrees: bool | None
+    independent: bool = True
+    checkpoint: str | None = None
+
+
+def class_checkpoint(class_name: str) -> str | None:
+    """The checkpoint a transformers configuration class's docstring says its defaults
+    resemble (its first "[owner/name]" link), or None. Chapter 13."""
+    config_defaults(class_name)  # validates the name
+    doc = getattr(_transformers(), class_name).__doc__ or ""
+    found = re.search(r"\[([\w.-]+/[\w.-]+)\]", doc)
+    return found.group(1) if found else None
 
 
 def _quoted_value(column: str, cell: object) -> float | str | None:
@@ -245,7 +281,8 @@ def cross_check(checks: Sequence[tuple[str, str, str, str]] = CROSS_CHECKS) -> l
     """Each quoted cell of ``checks`` against its class default, to a relative 1e-9.
 
     "-" (absent) agrees with a default of None; a number agrees with an equal default.
-    Chapter 13 prints the disagreements: a default describing another size or release.
+    Chapter 13 counts the independent agreements apart from the cells quoted from the
+    class itself, and prints the disagreements with the checkpoint each class describes.
     """
     table = position_table()
     rows = []
@@ -262,7 +299,18 @@ def cross_check(checks: Sequence[tuple[str, str, str, str]] = CROSS_CHECKS) -> l
             agrees = quoted == default
         else:
             agrees = math.isclose(quoted, default, rel_tol=1e-9)
-        rows.append(CrossCheck(family, column, cell, f"{class_name}.{field}", default, agrees))
+        rows.append(
+            CrossCheck(
+                family,
+                column,
+                cell,
+                f"{class_name}.{field}",
+                default,
+                agrees,
+                independent=(family, column) not in SAME_SOURCE,
+                checkpoint=class_checkpoint(class_name),
+            )
+        )
     return rows
 
 

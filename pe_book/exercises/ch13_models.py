@@ -27,10 +27,12 @@ def check_kv_cache_bytes(reader: Callable[..., Any]) -> None:
     ``seq_len`` tokens, exactly (a whole number).
 
     Compared with :func:`pe_book.open_models.kv_cache_bytes`: a full-attention layer
-    caches every token, a sliding or chunked layer at most ``window`` of them. The plans
-    are fixtures: Gemma 3's five local layers to one global, a text shorter than the
-    window (so min(L, W), not W), a text exactly one window long, Llama 4's chunked
-    layers, all global (plain grouped-query attention) and all local.
+    caches every token, a sliding or chunked layer min(seq_len, window) of them (a chunked
+    layer counted at its largest, a whole chunk). The plans are fixtures: Gemma 3's five
+    local layers to one global, a text shorter than the window (so min(L, W), not W), a
+    text exactly one window long, Llama 4's chunked layers with a text longer and one
+    shorter than a chunk (so min there too), all global (plain grouped-query attention)
+    and all local.
     """
     gemma = ([LOCAL] * 5 + [GLOBAL]) * 2
     settings = [
@@ -38,6 +40,7 @@ def check_kv_cache_bytes(reader: Callable[..., Any]) -> None:
         (gemma, 1024, 700, 4, 256, 2, "a text shorter than the window"),
         (gemma, 1024, 1024, 4, 256, 2, "a text exactly one window long"),
         ([CHUNKED] * 3 + [GLOBAL], 8192, 100_000, 8, 128, 2, "Llama 4's chunked layers"),
+        ([CHUNKED] * 3 + [GLOBAL], 8192, 5000, 8, 128, 2, "chunked, a text shorter than a chunk"),
         ([GLOBAL] * 3, 4096, 5000, 8, 128, 4, "all global, float32 numbers"),
         ([LOCAL] * 4, 4096, 5000, 8, 64, 2, "all local"),
     ]

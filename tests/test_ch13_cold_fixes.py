@@ -1,0 +1,53 @@
+"""Chapter 13's cold read (position in today's open models): the wrong answer that passed
+exercise 13.1 now fails, the families table's cross-check counts the cells quoted from
+the class it is checked against apart, and the modules the chapter teaches name it."""
+
+import importlib
+
+import pytest
+
+from pe_book import exercises, open_models
+
+
+def _cache_no_min_for_chunks(layer_types, window, seq_len, n_kv_heads, d_head, size):
+    """The cold reader's answer: a chunked layer caches a whole window even when the text
+    is shorter than one chunk (it passed all six cases before the chunked short case)."""
+
+    def tokens(kind):
+        if kind == "full_attention":
+            return seq_len
+        if kind == "chunked_attention":
+            return window  # forgot min(seq_len, window)
+        return min(seq_len, window)
+
+    return sum(tokens(k) for k in layer_types) * 2 * n_kv_heads * d_head * size
+
+
+def test_a_chunked_layer_without_min_fails_exercise_13_1():
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        exercises.check_kv_cache_bytes(_cache_no_min_for_chunks)
+    assert "a text shorter than a chunk" in str(raised.value)
+
+
+def test_cells_quoted_from_the_class_are_not_counted_as_independent_agreement():
+    checks = open_models.cross_check()
+    table = open_models.position_table()
+    same = [c for c in checks if not c.independent]
+    assert {(c.family, c.column) for c in same} == set(open_models.SAME_SOURCE)
+    for c in same:  # the row's sources say the value was read from that class
+        assert c.source.split(".")[0] in table.row(c.family)["sources"], c
+    independent = [c for c in checks if c.independent]
+    assert 0 < sum(bool(c.agrees) for c in independent) < len(independent)
+
+
+def test_every_cross_checked_class_names_the_checkpoint_its_defaults_describe():
+    assert open_models.class_checkpoint("LlamaConfig") == "meta-llama/Llama-2-7b-hf"
+    assert all(c.checkpoint for c in open_models.cross_check())
+    with pytest.raises(ValueError, match="class_name"):
+        open_models.class_checkpoint("NotAConfig")
+
+
+@pytest.mark.parametrize("module", ["mrope", "irope", "mla", "sinks"])
+def test_the_modules_chapter_13_teaches_name_chapter_13(module):
+    head = "\n\n".join(importlib.import_module(f"pe_book.{module}").__doc__.split("\n\n")[:2])
+    assert "chapter 13" in head.lower() and "chapter 10" not in head.lower()
