@@ -96,15 +96,20 @@ def keepers(runs: Runs, margin: float = EQUIVALENCE_NATS) -> list[str]:
     return [m for m, e in effects(runs, margin).items() if e in KEEPING]
 
 
-def context_table(runs: Runs, margin: float = EQUIVALENCE_NATS) -> str:
+def context_table(runs: Runs, margin: float = EQUIVALENCE_NATS, seeds: bool = False) -> str:
     """Extra-context cost (nats per character, full minus capped, the same targets) with
-    its interval and verdict, per method, smallest cost first."""
+    its interval and verdict, per method, smallest cost first; ``seeds`` adds a column
+    with each method's number of seeds (what its interval covers)."""
     top = max(runs.lengths)
     rows = [(m, runs.extra_context_cost(m)) for m in runs.methods if runs.runs_at(m, top)]
     rows.sort(key=lambda row: row[1].mean)
-    lines = [f"{'method':<16}{'extra-context cost [95% interval]':>34}  verdict"]
+    count = f"{'seeds':>6}" if seeds else ""
+    lines = [f"{'method':<16}{count}{'extra-context cost [95% interval]':>34}  verdict"]
     for method, cost in rows:
-        lines.append(f"{method:<16}{interval(cost):>34}  {runs.context_effect(method, margin)}")
+        count = f"{len(runs.seeds(method)):>6}" if seeds else ""
+        lines.append(
+            f"{method:<16}{count}{interval(cost):>34}  {runs.context_effect(method, margin)}"
+        )
     cannot = [m for m in runs.methods if not runs.runs_at(m, top)]
     if cannot:
         lines.append(f"cannot run windows of {top}: {method_list(cannot)}")
@@ -122,7 +127,7 @@ def sensitivity_table(runs: Runs, margins: Sequence[float]) -> str:
 
 def summary_sentence(runs: Runs, margin: float = EQUIVALENCE_NATS) -> str:
     """One sentence: which methods keep their quality past the training length, which
-    are hurt, which are undecided (from the intervals, at the declared margin)."""
+    are hurt, which are inconclusive (from the intervals, at the declared margin)."""
     found = effects(runs, margin)
     groups: dict[str, list[str]] = {}
     for method, effect in found.items():
@@ -131,7 +136,7 @@ def summary_sentence(runs: Runs, margin: float = EQUIVALENCE_NATS) -> str:
     phrases = {  # (one method, several)
         ContextEffect.USES: ("uses the extra context", "use the extra context"),
         ContextEffect.KEEPS: ("keeps its quality", "keep their quality"),
-        ContextEffect.UNDECIDED: ("is undecided", "are undecided"),
+        ContextEffect.UNDECIDED: ("is inconclusive", "are inconclusive"),
         ContextEffect.HURTS: ("is hurt by the extra context", "are hurt by the extra context"),
     }
     parts = [
@@ -147,13 +152,22 @@ def summary_sentence(runs: Runs, margin: float = EQUIVALENCE_NATS) -> str:
 
 
 def finding(
-    runs: Runs, method: str, against: str | None = None, margin: float = EQUIVALENCE_NATS
+    runs: Runs,
+    method: str,
+    against: str | None = None,
+    margin: float = EQUIVALENCE_NATS,
+    answers: str | None = None,
 ) -> str:
-    """What the study found for one method, as a sentence wrapped to 80 columns.
+    """What the study found for one method, wrapped to 80 columns.
 
     Its extra-context cost with the interval and the verdict (or that it cannot run the
     longest windows); with ``against``, its loss at the training length minus that
-    method's, paired, with the comparison's verdict. A method with no runs yet says so.
+    method's, paired, with the comparison's verdict. With ``answers`` (the method whose
+    failure it answers; chapter 10), two paired comparisons on the seeds both have
+    instead: the extra-context cost minus ``answers``'s (is the failure past the training
+    length answered?) and the loss at the training length minus ``answers``'s (at what
+    price?), then one sentence reading the two together. A method with no runs yet says
+    so.
     """
     if method not in runs.methods:
         return f"{method}: no runs in the study's results yet."
@@ -166,6 +180,9 @@ def finding(
         text += f"extra-context cost {interval(cost)} nats, {effect}"
     else:
         text += f"cannot run windows of {top}"
+    if answers is not None and answers in runs.methods:
+        lines = [textwrap.fill(text + ".", 80, subsequent_indent="  ")]
+        return "\n".join(lines + _against(runs, method, answers, margin))
     if against is not None and against in runs.methods:
         difference = runs.difference(method, against, runs.unit)
         text += (
@@ -173,6 +190,51 @@ def finding(
             f" {compare(difference, margin)}"
         )
     return textwrap.fill(text + ".", 80, subsequent_indent="  ")
+
+
+def _against(runs: Runs, method: str, against: str, margin: float) -> list[str]:
+    """The two paired comparisons of :func:`finding` (``answers``) and the sentence that
+    reads them."""
+    top = max(runs.lengths)
+    shared = tuple(sorted(set(runs.seeds(method)) & set(runs.seeds(against))))
+    at_l = runs.difference(method, against, runs.unit)
+    seeds = f"seed{'s' * (len(shared) != 1)}"
+    lines = [f"  {method} minus {against}, paired ({len(shared)} {seeds}):"]
+    past = before = None
+    if runs.runs_at(method, top) and runs.runs_at(against, top):
+        before = runs.extra_context(against, shared)
+        past = crossed_interval(runs.extra_context(method, shared) - before)
+        lines.append(f"    extra-context cost {interval(past)}, {compare(past, margin)}")
+    lines.append(f"    loss at the training length {interval(at_l)}, {compare(at_l, margin)}")
+    price = {
+        Comparison.BETTER: "better too",
+        Comparison.WORSE: "worse",
+        Comparison.EQUAL: "practically equal",
+        Comparison.UNDECIDED: "not told apart",
+    }[compare(at_l, margin)]
+    if past is None or before is None:
+        reading = f"{method} runs where {against} cannot; at the training length it is {price}."
+    else:
+        gain = {
+            Comparison.BETTER: f"removes {-past.mean:.3f} of the {before.mean():.3f} nats"
+            f" the extra context costs {against} on the same {seeds}",
+            Comparison.WORSE: f"adds {past.mean:.3f} nats to the {before.mean():.3f} the extra"
+            f" context costs {against} on the same {seeds}",
+            Comparison.EQUAL: f"costs what {against} costs",
+            Comparison.UNDECIDED: f"is not told apart from {against}",
+        }[compare(past, margin)]
+        rest = {
+            ContextEffect.HURTS: "but is still hurt by it",
+            ContextEffect.KEEPS: "and keeps its quality",
+            ContextEffect.USES: "and uses it",
+            ContextEffect.UNDECIDED: "and whether what is left hurts it is inconclusive",
+        }[runs.context_effect(method, margin)]
+        reading = (
+            f"past the training length {method} {gain}, {rest}; at the training length"
+            f" it is {price}."
+        )
+    lines.append(textwrap.fill("Read together: " + reading, 80, subsequent_indent="  "))
+    return lines
 
 
 def margin_changes(runs: Runs, margins: Sequence[float]) -> str:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pe_book import alibi, kerple, report, results, study, xpos
 from pe_book.attention import causal_mask
+from pe_book.intervals import crossed_interval
 
 F64 = torch.float64
 
@@ -142,6 +143,18 @@ def test_finding_states_the_cost_the_verdict_and_the_comparison(runs):
     flat = " ".join(text.split())
     assert f"{cost.mean:+.3f} [{cost.low:+.3f}, {cost.high:+.3f}]" in flat
     assert str(effect) in flat and "minus alibi's" in flat
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_finding_answers_prints_both_paired_comparisons_and_reads_them(runs):
+    text = report.finding(runs, "rope", answers="alibi")
+    flat = " ".join(text.split())
+    assert "rope minus alibi, paired (2 seeds):" in flat
+    past = crossed_interval(runs.extra_context("rope") - runs.extra_context("alibi"))
+    assert f"extra-context cost {past.mean:+.3f} [{past.low:+.3f}, {past.high:+.3f}]" in flat
+    at_l = runs.difference("rope", "alibi", runs.unit)
+    assert f"loss at the training length {at_l.mean:+.3f}" in flat
+    assert "Read together: past the training length rope " in flat
     assert all(len(line) <= 80 for line in text.splitlines())
 
 

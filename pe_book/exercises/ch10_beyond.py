@@ -95,13 +95,14 @@ def check_p_rope_frequencies(reader: Callable[[int, float, float], Any]) -> None
 
     Compared with :func:`pe_book.p_rope.p_rope_frequencies`: the fastest ⌊p·d/2⌋ pairs keep
     θ_i = b^(-2i/d), the others get 0. The cases catch NeoX's re-spread frequencies (d = 128,
-    p = 1/4), rounding instead of flooring (p = 0.3 at d = 10) and keeping the slow pairs.
+    p = 1/4), rounding instead of flooring (p = 0.3 at d = 10), keeping the slow pairs, and
+    a base hard-coded to 10000 (d = 64 rotates 16 pairs with b = 500000).
     Float64 is asked for the reason chapter 8's frequencies are
     (:data:`pe_book.exercises.ch08_context.FLOAT32_FREQUENCIES`).
     """
     settings = [
         (128, 0.25, 10000.0, "p = 1/4, where NeoX re-spreads its frequencies"),
-        (64, 0.5, 10000.0, "half the pairs"),
+        (64, 0.5, 500000.0, "half the pairs, Llama 3's base: the base is read"),
         (10, 0.3, 500000.0, "p d/2 = 1.5: floor, not round"),
         (8, 1.0, 10000.0, "p = 1: RoPE"),
         (8, 0.0, 10000.0, "p = 0: NoPE"),
