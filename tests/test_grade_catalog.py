@@ -17,8 +17,8 @@ from grade_helpers import book_solutions, fixed_answers, key
 
 from pe_book import exercises
 from pe_book.exercises import graded, notebook, secret
+from pe_book.exercises.graded import _code_keys
 from pe_book.exercises.grading import ExerciseMismatch
-from pe_book.exercises.shim import _code_keys
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHECKERS = sorted(

@@ -17,7 +17,7 @@ import pytest
 from grade_helpers import CORRECT, submission
 
 from pe_book import grade
-from pe_book.exercises import shim
+from pe_book.exercises import fingerprints, shim
 
 pytestmark = pytest.mark.slow
 
@@ -243,7 +243,7 @@ def test_names_set_after_import_do_not_reach_the_watch(monkeypatch):
 
     code = alibi.alibi_slopes.__code__
     before = shim.fingerprint(code)
-    monkeypatch.setattr(shim, "MIN_INSTRUCTIONS", 10**9)
+    monkeypatch.setattr(fingerprints, "MIN_INSTRUCTIONS", 10**9)
     monkeypatch.setattr(builtins, "sum", lambda *args: 0)
     monkeypatch.setattr(builtins, "repr", lambda value: "")
     assert shim.fingerprint(code) == before is not None

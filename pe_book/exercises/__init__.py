@@ -35,9 +35,12 @@ module                              chapter
 :mod:`~.ch13_models`                13, position in today's open models
 :mod:`~.secret`                     graded mode: inputs from a secret seed
 :mod:`~.graded`                     graded mode: each exercise's references, draws
+:mod:`~.draws`                      graded mode: the secret draws themselves
 :mod:`~.notebook`                   the exercises in a notebook; student edition
+:mod:`~.book`                       the book and submissions, as graded
 :mod:`~.remote`                     a submission's kernel, called from the grader
 :mod:`~.shim`                       the grader's side inside that kernel
+:mod:`~.fingerprints`               what a code object computes (the watch's key)
 :mod:`~.wire`                       answers as plain data across the boundary
 ==================================  =========================================
 

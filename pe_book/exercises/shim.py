@@ -11,21 +11,22 @@ compares in its own process. A callable argument the grader cannot send (a closu
 its tables) stays in the grader, and each call of it is a round trip over the kernel's
 stdin channel.
 
-**What the watch sees.** A profile hook (``sys.setprofile`` and ``threading.setprofile``)
-sees every Python function that runs, by any name, alias, copy or thread. It recognises
-a reference by what runs, not by its name: a code object of a watched module's file
-(every function of a module that holds an exercise's reference, and of the checkers),
-or one whose *fingerprint* (its bytecode, constants and global names; not its file,
-line or variable names) is that of a watched module's function or of one of the book's
-solutions (the grader compiles the book's solution cells in its own process and sends
-only their fingerprints). So a reference cloned under another file name, or a reference
-or solution exec'd from source read at run time, is seen when it runs. A hit is the
-outermost watched function the submission called (what the reference calls in turn is
-not counted). A permanent audit hook (``sys.addaudithook``, which no code can remove)
-reports what the profile hook cannot see: the watch switched or replaced, a process
-started, the package's or the book's files read outside an import or a traceback, a
-reference's code object taken, the interpreter's objects searched (``gc``) or its
-memory reached (``ctypes``), another process's memory or environment read.
+**What the watch sees.** A profile hook (``sys.setprofile`` and
+``threading.setprofile``) sees every Python function that runs, by any name, alias, copy
+or thread. It recognises a reference by what runs, not by its name: a code object of a
+watched module's file (every function of a module that holds an exercise's reference,
+and of the checkers), or one whose *fingerprint* (:mod:`~.fingerprints`: its bytecode,
+constants and global names; not its file, line or variable names) is that of a watched
+module's function or of one of the book's solutions (the grader compiles the book's
+solution cells in its own process and sends only their fingerprints). So a reference
+cloned under another file name, or a reference or solution exec'd from source read at
+run time, is seen when it runs. A hit is the outermost watched function the submission
+called (what the reference calls in turn is not counted). A permanent audit hook
+(``sys.addaudithook``, which no code can remove) reports what the profile hook cannot
+see: the watch switched or replaced, a process started, the package's or the book's
+files read outside an import or a traceback, a reference's code object taken, the
+interpreter's objects searched (``gc``) or its memory reached (``ctypes``), another
+process's memory or environment read.
 
 **Out of reach of names.** The watch's state, its sanctioning of the functions the
 grader sent and the key that signs its reports live in closures made once, when this
@@ -46,7 +47,6 @@ import _thread
 import builtins
 import importlib
 import importlib.util
-import inspect
 import os
 import pickle
 import secrets
@@ -60,7 +60,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pe_book.exercises import wire
+from pe_book.exercises import fingerprints, wire
 from pe_book.exercises.grading import where_in_readers_code
 
 __all__ = ["MIME", "PROMPT", "call", "fingerprint", "install", "notes", "signature"]
@@ -69,31 +69,8 @@ __all__ = ["MIME", "PROMPT", "call", "fingerprint", "install", "notes", "signatu
 MIME = "application/vnd.pe-book.grade+json"
 #: What a callback's stdin request starts with.
 PROMPT = "pe_book-callback:"
-#: Code objects with fewer instructions have no fingerprint: too common to tell a copy.
-MIN_INSTRUCTIONS = 8
 #: Where the package's own source lives (its .py and .pyc files are watched for reads).
 PACKAGE = str(Path(__file__).resolve().parents[1])
-
-
-def _code_keys(dotted: str) -> tuple[str, set[tuple[str, int] | None]]:
-    """The (file, first line) of the function ``dotted`` names, or (file, {None}) for a
-    module: every function in that file."""
-    module_name, _, attribute = dotted.rpartition(".")
-    try:
-        module = importlib.import_module(dotted)
-        return str(Path(inspect.getfile(module)).resolve()), {None}
-    except ImportError:
-        pass
-    target: Any = importlib.import_module(module_name)
-    for part in attribute.split("."):
-        target = getattr(target, part)
-    function = inspect.unwrap(
-        getattr(target, "__init__", target) if isinstance(target, type) else target
-    )
-    code = function.__code__
-    return str(Path(code.co_filename).resolve()), {
-        (str(Path(code.co_filename).resolve()), code.co_firstlineno)
-    }
 
 
 #: Audit events of a process started (its work is out of the watch's sight).
@@ -114,18 +91,11 @@ def _make() -> tuple[Callable[..., Any], ...]:
     nothing here.
     """
     # ---- captured library functions -------------------------------------------------
-    isinstance_, len_, repr_, sorted_, str_, type_, id_ = (
-        isinstance, len, repr, sorted, str, type, id
-    )  # fmt: skip
-    sum_, any_, callable_, frozenset_, bytes_ = sum, any, callable, frozenset, bytes
-    code_type, function_type = types.CodeType, types.FunctionType
-    min_instructions, package = MIN_INSTRUCTIONS, PACKAGE
+    isinstance_, len_, sorted_, str_, type_, id_ = isinstance, len, sorted, str, type, id
+    any_, callable_, bytes_ = any, callable, bytes
+    function_type, package = types.FunctionType, PACKAGE
     process_events, gc_events, proc_secrets = _PROCESS_EVENTS, _GC_EVENTS, _PROC_SECRETS
-    sha256, hmac_digest, token_bytes = (
-        _hashlib.openssl_sha256,
-        _hashlib.hmac_digest,
-        secrets.token_bytes,
-    )
+    hmac_digest, token_bytes = _hashlib.hmac_digest, secrets.token_bytes
     make_encoder, encode_string = _json.make_encoder, _json.encode_basestring_ascii
     getframe, get_ident, start_new_thread = (
         sys._getframe,
@@ -167,38 +137,7 @@ def _make() -> tuple[Callable[..., Any], ...]:
     tamper: set[str] = set()
     display: list[Callable[..., Any]] = []
 
-    # ---- fingerprints -----------------------------------------------------------------
-    def digest(code: Any) -> str:
-        parts = [
-            code.co_code.hex(),
-            str_(code.co_argcount),
-            str_(code.co_posonlyargcount),
-            str_(code.co_kwonlyargcount),
-            "|".join(code.co_names),
-        ]
-        for const in code.co_consts:
-            if isinstance_(const, code_type):
-                parts.append("code:" + digest(const))
-            elif isinstance_(const, frozenset_):
-                parts.append("frozenset:" + "|".join(sorted_(repr_(c) for c in const)))
-            else:
-                parts.append(type_(const).__name__ + ":" + repr_(const))
-        return sha256("\x00".join(parts).encode()).hexdigest()
-
-    def fingerprint(code: Any) -> str | None:
-        """What a code object computes, whatever its file, line, name or local names;
-        None for a code object too small to tell a copy from a coincidence."""
-        instructions = sum_(1 for op in code.co_code[::2] if op)  # op 0 is a CACHE entry
-        return digest(code) if instructions >= min_instructions else None
-
-    def nested(code: Any, prefix: str) -> list[tuple[Any, str]]:
-        """(code, label) of every function defined in ``code``, at any depth."""
-        found = []
-        for const in code.co_consts:
-            if isinstance_(const, code_type):
-                found.append((const, f"{prefix}.{const.co_qualname}"))
-                found += nested(const, prefix)
-        return found
+    fingerprint, nested = fingerprints.make()  # its closure binds what it calls
 
     # ---- the profile hook ---------------------------------------------------------------
     def classify(code: Any) -> str | None:
