@@ -175,3 +175,13 @@ def test_without_frequencies_removes_exactly_those_frequencies():
     spectrum = learned.power_spectrum(learned.without_frequencies(table, 3, 7))
     assert float(spectrum[3:8].sum()) < 1e-20 and float(spectrum[8:].sum()) > 0.1
     assert torch.allclose(learned.without_frequencies(table, 40, 40), table, atol=1e-12)
+
+
+def test_calling_the_package_gets_no_wrong_diagnosis():
+    """The own-work failure stands alone: right values are not called a float64 logarithm."""
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        exercises.check_t5_bucket(lambda *a: relative.t5_bucket(*a))
+    assert "float64" not in str(raised.value) and "−r" not in str(raised.value)
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        exercises.check_relative_indices(lambda *a: relative.relative_indices(*a))
+    assert "transposed" not in str(raised.value) and "wrap" not in str(raised.value)

@@ -72,6 +72,8 @@ def check_relative_indices(
         )
     except ExerciseMismatch as mismatch:
         case = cases[len(answers) - 1] if 0 < len(answers) <= len(cases) else None
+        if case is not None and _is_right(answers[-1], case):
+            raise  # right values, failed for another reason (it called the package)
         if case is not None and _is_reversed(answers[-1], case):
             raise ExerciseMismatch(
                 f"{mismatch}\nYour rows are those of the offset n − m, or your matrix is"
@@ -121,6 +123,14 @@ def _too_small(answer: object, largest: int) -> str | None:
     return _not_long(answer) if top < largest else None
 
 
+def _is_right(answer: object, case: Case) -> bool:
+    try:
+        right = relative.relative_indices(*case.args)
+        return bool(torch.equal(torch.as_tensor(answer).long(), right))
+    except (TypeError, ValueError, RuntimeError, OverflowError):
+        return False
+
+
 def _is_reversed(answer: object, case: Case) -> bool:
     """Is ``answer`` the table rows of n − m instead of m − n?"""
     query_positions, key_positions, big_k = case.args
@@ -166,6 +176,8 @@ def check_t5_bucket(reader: Callable[..., torch.Tensor]) -> None:
     except ExerciseMismatch as mismatch:
         if 0 < len(answers) <= len(cases):
             offset, *config = cases[len(answers) - 1].args
+            if _same(answers[-1], relative.t5_bucket(offset, *config)):
+                raise  # right values, failed for another reason (it called the package)
             try:
                 mirrored = torch.equal(
                     torch.as_tensor(answers[-1]).long(), relative.t5_bucket(-offset, *config)
