@@ -51,6 +51,7 @@ import os
 import pickle
 import secrets
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -79,6 +80,10 @@ _PROCESS_EVENTS = frozenset(
      "os.forkpty", "pty.spawn")
 )  # fmt: skip
 _GC_EVENTS = frozenset(("gc.get_objects", "gc.get_referrers", "gc.get_referents"))
+#: ctypes events that reach memory at an address, marked whoever calls; the others only
+#: from the submission's own code (``import transformers`` loads libraries by ctypes).
+_CTYPES_MEMORY = frozenset(("ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at",
+                            "ctypes.wstring_at", "ctypes.PyObj_FromPtr"))  # fmt: skip
 #: Files of another process that hold its secrets: /proc/<pid>/environ, ...
 _PROC_SECRETS = ("environ", "cmdline", "mem", "maps")
 
@@ -102,18 +107,14 @@ def _make() -> tuple[Callable[..., Any], ...]:
         _thread.get_ident,
         _thread.start_new_thread,
     )
-    set_profile, get_profile, thread_set_profile = (
-        sys.setprofile,
-        sys.getprofile,
-        threading.setprofile,
-    )
-    add_audit_hook, realpath, fsdecode, sep = (
-        sys.addaudithook,
-        os.path.realpath,
-        os.fsdecode,
-        os.sep,
-    )
+    set_profile, get_profile = sys.setprofile, sys.getprofile
+    thread_set_profile, add_audit_hook = threading.setprofile, sys.addaudithook
+    realpath, fsdecode, sep = os.path.realpath, os.fsdecode, os.sep
     own_pid = str(os.getpid())
+    ctypes_memory, bootstrap = _CTYPES_MEMORY, importlib._bootstrap.__dict__  # type: ignore
+    library = tuple({realpath(p) + sep for k, p in sysconfig.get_paths().items() if "lib" in k})
+    ctypes_origin: str = importlib.util.find_spec("ctypes").origin  # type: ignore[union-attr]
+    ctypes_dir = realpath(ctypes_origin).rpartition(sep)[0] + sep
     perf_counter, unpickler, pickle_loads = time.perf_counter, pickle.Unpickler, pickle.loads
     setprofile_code, settrace_code = threading.setprofile.__code__, threading.settrace.__code__
     thread_start_code = threading.Thread.start.__code__
@@ -203,6 +204,16 @@ def _make() -> tuple[Callable[..., Any], ...]:
             frame = frame.f_back
         return True
 
+    def submission_calls_ctypes() -> bool:
+        """The innermost frame outside ctypes is the submission's: no library's, no import's."""
+        frame = getframe(2)
+        while frame is not None and realpath(frame.f_code.co_filename).startswith(ctypes_dir):
+            frame = frame.f_back
+        if frame is None or frame.f_globals is bootstrap:
+            return False
+        path = realpath(frame.f_code.co_filename)
+        return not (path.startswith(library) or path.startswith(package + sep))
+
     def audit(event: str, args: tuple[Any, ...]) -> None:
         if event == "object.__getattr__":  # first: the profile hook's every frame.f_code
             if args[1] == "__code__" and id_(args[0]) in functions and armed[0]:
@@ -222,7 +233,7 @@ def _make() -> tuple[Callable[..., Any], ...]:
                 tamper.add("changed the grader's watch")
         elif event in gc_events:
             tamper.add("searched the interpreter's objects (gc)")
-        elif event.startswith("ctypes."):
+        elif event.startswith("ctypes.") and (event in ctypes_memory or submission_calls_ctypes()):
             tamper.add("reached the interpreter's memory (ctypes)")
 
     # ---- reports ------------------------------------------------------------------------
