@@ -132,7 +132,12 @@ def summary_sentence(runs: Runs, margin: float = EQUIVALENCE_NATS) -> str:
     groups: dict[str, list[str]] = {}
     for method, effect in found.items():
         groups.setdefault(str(effect), []).append(method)
-    seeds = len(runs.seeds(*found))
+    counts = sorted({len(runs.seeds(method)) for method in found})
+    seeds = (  # methods may have different numbers of seeds while a study is under way
+        f"{counts[0]} seed{'s' if counts[0] != 1 else ''}"
+        if len(counts) == 1
+        else f"{counts[0]}-{counts[-1]} seeds a method"
+    )
     phrases = {  # (one method, several)
         ContextEffect.USES: ("uses the extra context", "use the extra context"),
         ContextEffect.KEEPS: ("keeps its quality", "keep their quality"),
@@ -145,7 +150,7 @@ def summary_sentence(runs: Runs, margin: float = EQUIVALENCE_NATS) -> str:
         if str(e) in groups
     ]
     return textwrap.fill(
-        f"Past the training length ({seeds} seed{'s' if seeds != 1 else ''}, 95% intervals,"
+        f"Past the training length ({seeds}, 95% intervals,"
         f" margin {margin:g} nats): " + "; ".join(parts) + ".",
         80,
     )

@@ -125,3 +125,12 @@ def test_task_runs_read_every_problem(tmp_path):
     assert runs.accuracy("copy", "alibi", [1, 2]).mean == pytest.approx(
         np.concatenate([runs.solved("copy", "alibi", n) for n in (1, 2)], 1).mean()
     )
+
+
+def test_the_summary_names_the_range_of_seeds_when_methods_differ(runs):
+    from pe_book import report
+
+    one_seed = {"rope": dict(list(runs.records["rope"].items())[:1])}
+    uneven = type(runs)(runs.design, {**runs.records, **one_seed})
+    sentence = report.summary_sentence(uneven)
+    assert sentence.startswith("Past the training length (1-2 seeds a method")
