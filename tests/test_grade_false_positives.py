@@ -1,5 +1,5 @@
-"""Honest code the grader zeroed (second lecturer review, G3 and G4), and the ctypes
-cheats it must still mark.
+"""Honest code the grader zeroed (second lecturer review, G3 and G4), the ctypes
+cheats it must still mark, and the book read through ``traceback`` (G2).
 
 G3: a comprehension's or a one-line formula's fingerprint matched a checker's or the
 reference module's: the paper's slopes typed by hand (``_power_of_two_slopes`` is that
@@ -48,10 +48,16 @@ HONEST = {
 
 MEMORY = "reached the interpreter's memory (ctypes)"
 #: Cheats, each in a cell of its own, and their mark: the submission's own code reaches
-#: memory or calls the C API by ctypes.
+#: memory or calls the C API by ctypes; it reads the book through ``traceback`` (G2).
 CHEATS = {
     "peek": ("import ctypes\n\nPEEK = ctypes.string_at(id(alibi), 16)\n", MEMORY),
     "capi": ("import ctypes\n\nctypes.pythonapi.Py_IncRef(ctypes.py_object(alibi))\n", MEMORY),
+    "tbread": (
+        "import pathlib\nimport traceback\n\nimport pe_book\n\n"
+        'PATH = pathlib.Path(pe_book.__file__).parents[1] / "notebooks" / "09_alibi.ipynb"\n'
+        'LINE = traceback.FrameSummary(str(PATH), 3, "x").line\n',
+        "read pe_book's or the book's source",
+    ),
 }
 
 

@@ -102,11 +102,8 @@ def _make() -> tuple[Callable[..., Any], ...]:
     process_events, gc_events, proc_secrets = _PROCESS_EVENTS, _GC_EVENTS, _PROC_SECRETS
     hmac_digest, token_bytes = _hashlib.hmac_digest, secrets.token_bytes
     make_encoder, encode_string = _json.make_encoder, _json.encode_basestring_ascii
-    getframe, get_ident, start_new_thread = (
-        sys._getframe,
-        _thread.get_ident,
-        _thread.start_new_thread,
-    )
+    getframe, get_ident = sys._getframe, _thread.get_ident
+    start_new_thread = _thread.start_new_thread
     set_profile, get_profile = sys.setprofile, sys.getprofile
     thread_set_profile, add_audit_hook = threading.setprofile, sys.addaudithook
     realpath, fsdecode, sep = os.path.realpath, os.fsdecode, os.sep
@@ -181,8 +178,8 @@ def _make() -> tuple[Callable[..., Any], ...]:
 
     # ---- the audit hook -----------------------------------------------------------------
     def reads_source(path: Any) -> bool:
-        """An open of the package's source, the book's files or another process's
-        secrets, not by an import, a warning or a traceback."""
+        """An open of the package's source, the book's files or another process's secrets
+        not by an import, nor a warning or traceback reading the package's source."""
         if isinstance_(path, bytes_):
             path = fsdecode(path)
         if not isinstance_(path, str_):
@@ -191,14 +188,15 @@ def _make() -> tuple[Callable[..., Any], ...]:
         parts = path.split(sep)
         secret = len_(parts) == 4 and parts[1] == "proc" and parts[3] in proc_secrets
         source = path.startswith(package + sep) and path.endswith((".py", ".pyc"))
-        if not (secret or source or any_(path.startswith(d + sep) for d in readable)):
+        book = any_(path.startswith(d + sep) for d in readable)
+        if not (secret or source or book):
             return False
         if secret:
             return parts[2] not in ("self", "thread-self", own_pid) or parts[3] == "mem"
         frame = getframe(2)
         while frame is not None:
-            if frame.f_code is find_and_load_code or any_(
-                frame.f_globals is reader for reader in readers
+            if frame.f_code is find_and_load_code or (
+                not book and any_(frame.f_globals is reader for reader in readers)
             ):
                 return False
             frame = frame.f_back
