@@ -90,6 +90,9 @@ The book around the code
                             per chapter (ch. 01-14), and an exam bank (the instructor guide)
 - ``pe_book.syllabus``      course plans of 6 to 14 weeks, each lecture timed from the
                             chapters' sections (ch. 01-14; the instructor guide)
+- ``pe_book.workload``      what a plan asks of a student each week (reading, exercises,
+                            problems, assignments, within a bound) and what it leaves out
+                            (ch. 01-14; the instructor guide)
 - ``pe_book.guide``         the instructor guide's tables from the plans: what each plan
                             leaves out, assignment load and CPU budgets (ch. 01-14)
 

@@ -3,13 +3,14 @@
 Every table and list the guide shows is printed from the data by these functions, so
 the guide cannot disagree with the plans: what each lecture teaches and its minutes
 (:func:`markdown_plan`), what a plan leaves out (:func:`markdown_omitted`, from
-:func:`pe_book.syllabus.omitted`), the assignments' load per week
+:func:`pe_book.workload.omitted`), the assignments' load per week
 (:func:`markdown_load`), the weights (:func:`markdown_weights`), and each assignment
 with its rubric, its schedule in every plan and its CPU budget, measured from the
 study's stored runs (:func:`markdown_assignment`, :func:`run_minutes`), and for every
 lecture that takes parts of chapters, which slides of which chapter's deck to show
 (:func:`lecture_slides`, :func:`markdown_slides`, from the ``[deck_parts]`` of
-``pe_book/data/syllabus.toml``).
+``pe_book/data/syllabus.toml``), with every lecture's number of slides held to
+``SLIDES_PER_LECTURE`` (:func:`slide_counts`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ import statistics
 from collections.abc import Iterable
 from pathlib import Path
 
-from pe_book import syllabus
+from pe_book import syllabus, workload
 from pe_book._toml import read_data_toml
 from pe_book.syllabus import Assignment, Lecture, LectureTime, Plan
 
 __all__ = [
+    "SLIDES_PER_LECTURE",
     "deck_titles",
     "lecture_slides",
     "markdown_assignment",
@@ -38,7 +40,12 @@ __all__ = [
     "ranges",
     "rounded_up",
     "run_minutes",
+    "slide_counts",
 ]
+
+#: The slides a 90-minute lecture shows (issue 27): enough to carry it, few enough to
+#: leave time for the board, questions and at least 25 minutes of exercises.
+SLIDES_PER_LECTURE = range(15, 26)
 
 
 def _follows(a: str, b: str) -> bool:
@@ -75,26 +82,34 @@ def rounded_up(minutes: float, step: int = 5) -> int:
     return step * math.ceil(minutes / step - 1e-9)
 
 
-def markdown_plan(plan: Plan, times: list[LectureTime]) -> str:
+def markdown_plan(plan: Plan, times: list[LectureTime], slides: Path | None = None) -> str:
     """Two Markdown tables for a plan: what each lecture teaches and its minutes (rounded up
-    to 5, the rest of the session rounded down); then what is run live, read afterwards
-    and set as homework."""
+    to 5, the rest of the session rounded down), with its number of slides when ``slides``
+    (the decks' folder) is given; then what is run live, read before and after, and set as
+    homework."""
     live = syllabus.demos()
+    counts = slide_counts(plan, slides) if slides is not None else None
+    extra = (" slides |", " --: |") if counts else ("", "")
     first = [
-        "| # | lecture | teaches | board | min | left |",
-        "| --- | --- | --- | --- | --: | --: |",
+        f"| # | lecture | teaches | board | min | left |{extra[0]}",
+        f"| --- | --- | --- | --- | --: | --: |{extra[1]}",
     ]
-    second = ["| # | run live | read after | homework |", "| --- | --- | --- | --- |"]
-    for lec, t in zip(plan.lectures, times, strict=True):
+    second = [
+        "| # | read before | run live | read after | homework |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for index, (lec, t) in enumerate(zip(plan.lectures, times, strict=True)):
         board = ", ".join(lec.boards) or "-"
         total = rounded_up(t.total)
+        count = f" {counts[index]} |" if counts else ""
         first.append(
             f"| {lec.number} | {lec.title} | {_teaches(lec)} | {board} |"
-            f" {total} | {round(t.total + t.left) - total} |"
+            f" {total} | {round(t.total + t.left) - total} |{count}"
         )
         shown = ranges([u for u in lec.teach if u in live]) or "-"
+        before = _reading(lec.read_before) or "-"
         after = _reading(lec.self_study) or "-"
-        second.append(f"| {lec.number} | {shown} | {after} | {_homework(lec)} |")
+        second.append(f"| {lec.number} | {before} | {shown} | {after} | {_homework(lec)} |")
     return "\n".join(first) + "\n\n" + "\n".join(second)
 
 
@@ -106,10 +121,10 @@ def _reading(parts: Iterable[str]) -> str:
 
 
 def markdown_omitted(plan: Plan, notebooks: Path) -> str:
-    """What a plan leaves out, computed from its data (:func:`pe_book.syllabus.omitted`):
+    """What a plan leaves out, computed from its data (:func:`pe_book.workload.omitted`):
     the parts only read, the parts cut, the exercises and problems never set; then the
     plan's own words on what that loses."""
-    left = syllabus.omitted(plan, notebooks)
+    left = workload.omitted(plan, notebooks)
     lines = [
         f"- **{name}:** {ranges(labels) if labels else 'none'}"
         for name, labels in [
@@ -119,22 +134,53 @@ def markdown_omitted(plan: Plan, notebooks: Path) -> str:
             ("Written problems never set", left.problems),
         ]
     ]
-    return "\n".join(lines) + f"\n\n**What is lost.** {plan.lost}"
+    computed = workload.lost_text(plan, notebooks)
+    return "\n".join(lines) + "\n\n**What is lost.** " + " ".join(
+        t for t in (computed, plan.lost) if t
+    )
 
 
-def markdown_load(plan: Plan) -> str:
-    """One sentence: the plan's assignment hours in its busiest week, against the bound."""
-    load = syllabus.weekly_load(plan.schedule)
+def markdown_load(plan: Plan, notebooks: Path | None = None) -> str:
+    """The plan's assignment hours in its busiest week, against their bound; with
+    ``notebooks``, every week's whole load (reading, exercises, written problems and
+    assignments, :func:`pe_book.workload.study_load`) as a table, against its bound."""
+    load = workload.weekly_load(plan.schedule)
     if not load:
-        return "**Assignment load:** no assignment."
-    top = max(load.values())
-    weeks = [w for w, h in load.items() if h > top - 1e-9]
-    where = ranges(f"w.{w}" for w in weeks).replace("w.", "")
+        text = "**Assignment load:** no assignment."
+    else:
+        top = max(load.values())
+        weeks = [w for w, h in load.items() if h > top - 1e-9]
+        where = ranges(f"w.{w}" for w in weeks).replace("w.", "")
+        text = (
+            f"**Assignment load:** at most {top:.1f} hours in a week"
+            f" ({'weeks' if len(weeks) > 1 else 'week'} {where}),"
+            f" within the bound of {workload.MAX_WEEKLY_HOURS:g}; each assignment's hours"
+            " (an estimate) spread evenly from the lecture it is set after to the one it is"
+            " due before."
+        )
+    if notebooks is None:
+        return text
+    weeks_ = workload.study_load(plan, notebooks)
+    busiest = max(weeks_, key=lambda w: w.total)
+    rows = [
+        "| week | " + " | ".join(str(w.week) for w in weeks_) + " |",
+        "| --- |" + " --: |" * len(weeks_),
+    ]
+    for name, attr in (
+        ("reading", "reading"),
+        ("exercises", "exercises"),
+        ("written problems", "problems"),
+        ("assignments", "assignments"),
+        ("**total**", "total"),
+    ):
+        rows.append(f"| {name} | " + " | ".join(f"{getattr(w, attr):.1f}" for w in weeks_) + " |")
     return (
-        f"**Assignment load:** at most {top:.1f} hours in a week"
-        f" ({'weeks' if len(weeks) > 1 else 'week'} {where}),"
-        f" within the bound of {syllabus.MAX_WEEKLY_HOURS:g}; each assignment's hours spread"
-        " evenly from the lecture it is set after to the one it is due before."
+        text
+        + f"\n\n**Weekly load** (hours outside the lecture; estimates at"
+        f" {workload.EXERCISE_HOURS:g} h an exercise, {workload.PROBLEM_HOURS:g} h a written"
+        f" problem, reading at {workload.READING_WORDS_PER_MINUTE:g} words a minute): at"
+        f" most {busiest.total:.1f} hours (week {busiest.week}), within the bound of"
+        f" {workload.MAX_STUDY_HOURS:g}.\n\n" + "\n".join(rows)
     )
 
 
@@ -209,7 +255,8 @@ def markdown_assignment(
     ]
     lines = [
         f"**Assignment {task.id}: {task.title}** (needs chapters"
-        f" {ranges(map(str, task.chapters))}; about {task.hours} hours)",
+        f" {ranges(map(str, task.chapters))}; about {task.hours} hours, an estimate of the"
+        " work, not measured: only the CPU budget below is measured)",
         "",
         task.statement,
         *_budget(task, results),
@@ -278,6 +325,24 @@ def lecture_slides(lec: Lecture, slides: Path) -> dict[str, list[int]]:
 
 def _spans(numbers: list[int]) -> str:
     return ranges(f"s.{k}" for k in numbers).replace("s.", "")
+
+
+def slide_counts(plan: Plan, slides: Path) -> list[int]:
+    """Every lecture's number of slides (those :func:`lecture_slides` names); raises
+    ValueError naming each lecture outside ``SLIDES_PER_LECTURE``."""
+    counts = [sum(len(ks) for ks in lecture_slides(lec, slides).values()) for lec in plan.lectures]
+    bad = [
+        f"lecture {lec.number} ({n})"
+        for lec, n in zip(plan.lectures, counts, strict=True)
+        if n not in SLIDES_PER_LECTURE
+    ]
+    if bad:
+        low, high = SLIDES_PER_LECTURE.start, SLIDES_PER_LECTURE.stop - 1
+        raise ValueError(
+            f"{plan.weeks}-week plan: a lecture shows {low} to {high} slides; these do not:"
+            f" {', '.join(bad)}"
+        )
+    return counts
 
 
 def markdown_slides(plan: Plan, slides: Path) -> str:

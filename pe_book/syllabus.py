@@ -19,12 +19,16 @@ model, not a measurement of a class: change them to yours. The model counts ever
 of the parts taught, although a lecturer speaks to slides rather than reading the text;
 the allowance for board work and questions is what makes it a lecturing pace.
 
-**What a plan leaves out** is computed, never written: :func:`omitted` lists the parts a
-plan only assigns as reading, the parts it cuts, and the exercises and written problems
-it never sets. **Assignments** name the chapters they need; a plan may set one no earlier
-than the lecture after which the last of those chapters is taught or read, and the work
-of its assignments, spread evenly over the weeks each runs, may not pass
-``MAX_WEEKLY_HOURS`` in any week. The guide's tables are in :mod:`pe_book.guide`.
+**Reading** is placed by the plan, not only by its data: a part is set as reading once
+(the first time the data names it), and a chapter's opening (``"3.intro"``) that no
+lecture presents is read *before* the first lecture that teaches from the chapter
+(``Lecture.read_before``), never after it.
+
+**Assignments** name the chapters they need; a plan may set one no earlier than the lecture
+after which the last of those chapters is taught or read. What a plan leaves out, and
+what it asks of a student each week (reading, exercises, written problems, assignments,
+within a bound), are computed by :mod:`pe_book.workload`, which :func:`plans` calls to
+refuse a plan too heavy in any week. The guide's tables are in :mod:`pe_book.guide`.
 """
 
 from __future__ import annotations
@@ -42,33 +46,25 @@ from pe_book._validate import validate_positive_float
 
 __all__ = [
     "BOARD_MINUTES",
-    "MAX_WEEKLY_HOURS",
     "QUESTION_SHARE",
     "Assignment",
     "Lecture",
     "LectureTime",
-    "Omitted",
     "Plan",
     "assignments",
     "boards",
-    "cut",
     "demos",
     "exercise_labels",
     "lecture_times",
-    "omitted",
     "plans",
     "ready_after",
     "units",
-    "weekly_load",
 ]
 
 #: One derivation worked on the board, beyond the slide that states it.
 BOARD_MINUTES = 6.0
 #: Questions from the room, as a share of the presenting and board time.
 QUESTION_SHARE = 0.10
-#: The most hours of assignment work a plan asks of a student in any one week: a
-#: graduate module's student also does the week's exercises and written problems.
-MAX_WEEKLY_HOURS = 8.0
 
 
 @dataclass(frozen=True)
@@ -83,6 +79,7 @@ class Lecture:
     exercises: tuple[str, ...]
     problems: tuple[str, ...]
     given: tuple[str, ...]  # ``teach`` as the data writes it ("3" for the whole chapter)
+    read_before: tuple[str, ...] = ()  # chapter openings read before it, not presented
 
 
 @dataclass(frozen=True)
@@ -103,19 +100,6 @@ class Assignment:
     cpu_minutes: int = 0
     measured: tuple[str, ...] = ()
     runs: int = 0
-
-
-@dataclass(frozen=True)
-class Omitted:
-    """What a plan leaves out: parts only read, parts cut, exercises and problems not set."""
-
-    read: tuple[str, ...]
-    cut: tuple[str, ...]
-    exercises: tuple[str, ...]
-    problems: tuple[str, ...]
-
-    def __bool__(self) -> bool:
-        return bool(self.read or self.cut or self.exercises or self.problems)
 
 
 @dataclass(frozen=True)
@@ -254,9 +238,14 @@ def plans(notebooks: Path, exercises: Iterable[str] | None = None) -> dict[int, 
                     f"{where}: boards {bad} are not sections it teaches with a derivation"
                 )
             lectures.append((number, raw, teach, where))
-        built = []
+        before = _openings(lectures, known, taught)
+        built, read = [], {u for found in before.values() for u in found}
         for number, raw, teach, where in lectures:
-            study = _expand(raw.get("self_study", []), known, taught)
+            study = [
+                u for u in dict.fromkeys(_expand(raw.get("self_study", []), known, taught))
+                if u not in read
+            ]
+            read |= set(study)
             ex = raw.get("exercises", [])
             built.append(
                 Lecture(
@@ -268,14 +257,34 @@ def plans(notebooks: Path, exercises: Iterable[str] | None = None) -> dict[int, 
                     _labels("exercises", ex, set(exercises), where),
                     _labels("problems", raw.get("problems", []), posed, where),
                     tuple(raw["teach"]),
+                    before.get(number, ()),
                 )
             )
         schedule = tuple((a["id"], int(a["set"]), int(a["due"])) for a in entry["assignments"])
-        _check_plan(weeks, built, entry["weights"], schedule, tasks)
+        _check_plan(weeks, built, entry["weights"], schedule, tasks, units(notebooks))
         found[weeks] = Plan(
             weeks, entry["summary"], entry["lost"], dict(entry["weights"]), schedule, tuple(built)
         )
     return found
+
+
+def _openings(
+    lectures: list[tuple[int, dict, list[str], str]], known: list[str], taught: set[str]
+) -> dict[int, tuple[str, ...]]:
+    """Lecture number -> the chapter openings read before it: for every chapter a plan
+    teaches from, its ``N.intro`` when no lecture presents it, before the first lecture
+    that teaches a part of the chapter."""
+    found: dict[int, list[str]] = {}
+    seen: set[str] = set()
+    for number, _, teach, _ in lectures:
+        for chapter in dict.fromkeys(u.split(".")[0] for u in teach):
+            opening = f"{chapter}.intro"
+            if chapter in seen or opening in taught or opening not in known:
+                seen.add(chapter)
+                continue
+            seen.add(chapter)
+            found.setdefault(number, []).append(opening)
+    return {n: tuple(units_) for n, units_ in found.items()}
 
 
 def _check_plan(
@@ -284,6 +293,7 @@ def _check_plan(
     weights: dict[str, int],
     schedule: tuple[tuple[str, int, int], ...],
     tasks: dict[str, Assignment],
+    parts: dict[str, lecture.SectionTime] | None = None,
 ) -> None:
     where = f"{weeks}-week plan"
     if len(lectures) != weeks:
@@ -301,13 +311,9 @@ def _check_plan(
                 f"{where}: assignment {task} is set after lecture {start}, but its chapters"
                 f" {list(tasks[task].chapters)} are taught by lecture {ready}"
             )
-    load = weekly_load(schedule, tasks)
-    heavy = {week: round(hours, 1) for week, hours in load.items() if hours > MAX_WEEKLY_HOURS}
-    if heavy:
-        raise ValueError(
-            f"{where}: assignments ask more than MAX_WEEKLY_HOURS = {MAX_WEEKLY_HOURS:g}"
-            f" hours in weeks {heavy}"
-        )
+    from pe_book import workload  # imports this module: the load lives there
+
+    workload.check_load(where, lectures, schedule, tasks, parts)
 
 
 def ready_after(lectures: Iterable[Lecture], chapters: Iterable[int]) -> int:
@@ -315,24 +321,10 @@ def ready_after(lectures: Iterable[Lecture], chapters: Iterable[int]) -> int:
     (0 when none does): an assignment needing them is set after it, not before."""
     wanted = {str(c) for c in chapters}
     return max(
-        (lec.number for lec in lectures for u in lec.teach + lec.self_study
+        (lec.number for lec in lectures for u in lec.teach + lec.self_study + lec.read_before
          if u.split(".")[0] in wanted),
         default=0,
     )
-
-
-def weekly_load(
-    schedule: Iterable[tuple[str, int, int]], tasks: dict[str, Assignment] | None = None
-) -> dict[int, float]:
-    """Week -> hours of assignment work, each assignment's hours spread evenly over the
-    weeks from the lecture it is set after to the one it is due before (week ``w`` runs
-    from lecture ``w`` to lecture ``w + 1``)."""
-    tasks = assignments() if tasks is None else tasks
-    load: dict[int, float] = {}
-    for task, start, due in schedule:
-        for week in range(start, due):
-            load[week] = load.get(week, 0.0) + tasks[task].hours / (due - start)
-    return dict(sorted(load.items()))
 
 
 def lecture_times(
@@ -369,27 +361,3 @@ def lecture_times(
             f" {floor:g} of its {session:g}; these leave less: {', '.join(short)}"
         )
     return times
-
-
-def cut(plan: Plan, notebooks: Path) -> list[str]:
-    """The parts of chapters 1-14 (Exercises aside) a plan neither teaches nor assigns."""
-    covered = {u for lec in plan.lectures for u in lec.teach + lec.self_study}
-    return [u for u in units(notebooks) if u not in covered]
-
-
-def omitted(plan: Plan, notebooks: Path) -> Omitted:
-    """What ``plan`` leaves out, from its data alone: the parts it assigns as reading but
-    does not present, the parts it cuts (:func:`cut`), and the chapters' exercises and
-    written problems that no lecture sets, each in book order."""
-    if not isinstance(plan, Plan):
-        raise TypeError(f"plan must be a syllabus.Plan, got {type(plan).__name__}")
-    taught = {u for lec in plan.lectures for u in lec.teach}
-    read = {u for lec in plan.lectures for u in lec.self_study}
-    set_ex = {e for lec in plan.lectures for e in lec.exercises}
-    set_pr = {p for lec in plan.lectures for p in lec.problems}
-    return Omitted(
-        tuple(u for u in units(notebooks) if u in read and u not in taught),
-        tuple(cut(plan, notebooks)),
-        tuple(e for e in exercise_labels(notebooks) if e not in set_ex),
-        tuple(p.label for p in problems.problems() if p.label not in set_pr),
-    )

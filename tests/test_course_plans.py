@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pe_book import guide, problems, syllabus
+from pe_book import guide, problems, syllabus, workload
 
 ROOT = Path(__file__).parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -52,7 +52,7 @@ def rendered_lists(plan):
 
 
 def not_set(plan):
-    """Recomputed here from the lectures, not through syllabus.omitted."""
+    """Recomputed here from the lectures, not through workload.omitted."""
     exercises = {e for lec in plan.lectures for e in lec.exercises}
     posed = {p for lec in plan.lectures for p in lec.problems}
     return (
@@ -73,7 +73,7 @@ def test_the_lost_list_names_every_exercise_and_problem_a_plan_never_sets(plans,
 def test_the_lost_list_names_every_part_a_plan_reads_or_cuts(plans, weeks):
     plan = plans[weeks]
     taught = {u for lec in plan.lectures for u in lec.teach}
-    read = {u for lec in plan.lectures for u in lec.self_study} - taught
+    read = {u for lec in plan.lectures for u in lec.self_study + lec.read_before} - taught
     everything = set(syllabus.units(NOTEBOOKS))
     lists = rendered_lists(plan)
     assert lists["Read, not presented"] == read
@@ -84,7 +84,7 @@ def test_a_homework_dropped_from_a_plan_appears_in_its_lost_list(plans):
     """The check the review asked for: drop exercise 4.2 and problem 4.2 from the 14-week plan
     and the rendered list names them (it named nothing before)."""
     full = plans[14]
-    assert not syllabus.omitted(full, NOTEBOOKS)
+    assert not workload.omitted(full, NOTEBOOKS)
     fourth = full.lectures[3]
     spoiled = dataclasses.replace(
         fourth,
@@ -101,12 +101,15 @@ def test_a_homework_dropped_from_a_plan_appears_in_its_lost_list(plans):
 def test_a_plan_s_own_words_name_no_section_and_claim_nothing_cut_only_when_true(plans, weeks):
     plan = plans[weeks]
     assert not re.search(r"\d+\.\d+", plan.lost), f"{weeks} weeks: 'lost' names a section"
-    if syllabus.omitted(plan, NOTEBOOKS):
+    if workload.omitted(plan, NOTEBOOKS):
         assert not re.search(r"(?i)nothing (is )?(cut|dropped|lost)|^nothing", plan.lost)
 
 
-def test_the_ten_week_plan_now_sets_every_exercise(plans):
-    assert syllabus.omitted(plans[10], NOTEBOOKS).exercises == ()
+def test_the_ten_week_plan_sets_every_exercise_but_the_review_s(plans):
+    """The second lecturer review (S1): the last week held ten exercises, six problems, the
+    review to read and the assignment; the review's exercises are now optional revision."""
+    assert workload.omitted(plans[10], NOTEBOOKS).exercises == ("14.1", "14.2", "14.3")
+    assert "optional revision" in plans[10].lost
 
 
 @pytest.mark.parametrize("weeks", WEEKS)
@@ -131,8 +134,8 @@ def test_assignment_work_stays_within_the_weekly_bound(plans, weeks):
     for task, start, due in plans[weeks].schedule:
         for week in range(start, due):
             load[week] = load.get(week, 0) + tasks[task].hours / (due - start)
-    assert load == pytest.approx(syllabus.weekly_load(plans[weeks].schedule))
-    assert max(load.values()) <= syllabus.MAX_WEEKLY_HOURS == 8
+    assert load == pytest.approx(workload.weekly_load(plans[weeks].schedule))
+    assert max(load.values()) <= workload.MAX_WEEKLY_HOURS == 8
 
 
 def test_the_old_ten_week_schedule_is_refused(plans):
@@ -142,7 +145,7 @@ def test_the_old_ten_week_schedule_is_refused(plans):
         weights = {"exercises": 10, "problems": 20, "A": 35, "exam": 35}
         syllabus._check_plan(10, list(plan.lectures), weights, old[:1], syllabus.assignments())
     heavy = (("A", 9, 11), ("B", 9, 11))
-    assert max(syllabus.weekly_load(heavy).values()) == pytest.approx(13.5)
+    assert max(workload.weekly_load(heavy).values()) == pytest.approx(13.5)
     weights = {"exercises": 10, "problems": 20, "A": 15, "B": 20, "exam": 35}
     with pytest.raises(ValueError, match="MAX_WEEKLY_HOURS"):
         syllabus._check_plan(10, list(plan.lectures), weights, heavy, syllabus.assignments())
@@ -172,7 +175,7 @@ def test_run_minutes_reads_the_records_and_refuses_a_wrong_folder():
 
 def test_omitted_refuses_what_is_not_a_plan():
     with pytest.raises(TypeError, match="plan must be"):
-        syllabus.omitted("10", NOTEBOOKS)
+        workload.omitted("10", NOTEBOOKS)
 
 
 # -- which slides a shared lecture shows (issue 27 review, item 4) ----------------------
@@ -233,3 +236,35 @@ def test_a_slide_title_that_no_deck_has_is_refused(monkeypatch):
     monkeypatch.setattr(guide, "read_data_toml", lambda name: spoiled)
     with pytest.raises(ValueError, match=r"3.2: no slide titled 'No such slide'"):
         guide._part_slides(SLIDES, "3")
+
+
+# -- slides per lecture (second lecturer review, S1) -----------------------------------
+
+
+@pytest.mark.parametrize("weeks", WEEKS)
+def test_every_lecture_of_every_plan_shows_15_to_25_slides(plans, weeks):
+    """The 10-week plan's lecture 10 showed 30 slides (12_cost.md 1-12 and 17-19, 13_models.md
+    1-4, 7-16 and 20; 31 once deck 13 gained its iRoPE study slide), against 15 to 25."""
+    plan = plans[weeks]
+    counts = guide.slide_counts(plan, SLIDES)  # raises naming a lecture outside the range
+    for lec, count in zip(plan.lectures, counts, strict=True):
+        shown = guide.lecture_slides(lec, SLIDES)
+        assert count == sum(len(ks) for ks in shown.values())
+        assert 15 <= count <= 25, (weeks, lec.number, count)
+    assert guide.SLIDES_PER_LECTURE == range(15, 26)
+    table = guide.markdown_plan(plan, syllabus.lecture_times(plan, NOTEBOOKS), SLIDES)
+    rows = [line for line in table.split("\n\n")[0].splitlines()[2:]]
+    assert [int(row.rstrip(" |").rsplit("|", 1)[1]) for row in rows] == counts
+
+
+def test_a_lecture_with_too_many_slides_is_refused(plans):
+    plan = plans[10]
+    crowded = dataclasses.replace(
+        plan.lectures[-1],
+        teach=("12.intro", "12.1", "12.2", "12.3", "12.7", "13.intro", "13.1", "13.3", "13.4",
+               "13.5", "13.summary"),
+    )
+    old = dataclasses.replace(plan, lectures=(*plan.lectures[:-1], crowded))
+    with pytest.raises(ValueError, match=r"10-week plan: a lecture shows 15 to 25 slides.*"
+                                         r"lecture 10 \(3[01]\)"):
+        guide.slide_counts(old, SLIDES)

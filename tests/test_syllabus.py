@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from notebook_cells import code, markdown, write
 
-from pe_book import guide, lecture, problems, syllabus
+from pe_book import guide, lecture, problems, syllabus, workload
 
 NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
 CHAPTERS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))[1:]
@@ -85,7 +85,7 @@ def test_the_model_refuses_a_plan_that_leaves_too_little_and_names_the_lecture(p
 
 def test_the_full_plan_teaches_every_part_and_sets_every_exercise_and_problem(plans):
     full = plans[14]
-    assert syllabus.cut(full, NOTEBOOKS) == []
+    assert workload.cut(full, NOTEBOOKS) == []
     taught = [u for lec in full.lectures for u in lec.teach]
     assert taught == list(syllabus.units(NOTEBOOKS))
     assert sorted(e for lec in full.lectures for e in lec.exercises) == sorted(exercise_labels())
