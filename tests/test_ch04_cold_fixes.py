@@ -179,3 +179,95 @@ def test_rank_26_at_64_positions_holds_with_30_digits():
     assert sigma[-1] < 1e-30
     assert all(a / b >= 25 for a, b in itertools.pairwise(sigma[20:26]))
     assert math.isclose(sigma[25], 9.5e-13, rel_tol=0.01)
+
+
+# ---- third cold read (s31): evidence that uses its input, checkers that see more ---------
+
+
+def test_component_identities_table_half_uses_the_identities_it_is_given():
+    """A flipped sign used to fail the proof while the table line still said < 1e-12."""
+    even, odd = rotation.source_identities()
+    finding = claims.run("000-component-identities", identities=(even, -odd))
+    assert str(finding.verdict) == "does not hold"
+    assert "largest difference from PE(m + c) 2 " in finding.shown[1], finding.shown[1]
+    assert rotation.identities_on_table((even, -odd), rotation.paper_table) > 1
+
+
+def test_no_global_rotation_fails_on_a_random_table():
+    """Comparing the angle at rows 0 and c passed a random table (closest 4.3e-6 rad)."""
+
+    def random_rows(at, dim):  # row m drawn from seed m: a table, without 245 MB of it
+        seeds = [torch.Generator().manual_seed(int(pos)) for pos in at]
+        return torch.stack([torch.randn(dim, dtype=F64, generator=g) for g in seeds])
+
+    finding = claims.run("001-no-global-rotation", table=random_rows)
+    assert str(finding.verdict) == "does not hold"
+    assert "no rotation" in finding.shown[0]
+
+
+def test_no_global_rotation_fails_when_all_pairs_share_one_frequency():
+    def one_frequency(positions, dim):
+        return sinusoidal.sinusoidal_table(positions, 2, dtype=F64).repeat(1, dim // 2)
+
+    finding = claims.run("001-no-global-rotation", table=one_frequency)
+    assert str(finding.verdict) == "does not hold"
+    assert "differ by 0 rad" in finding.shown[0] and "a rotation" in finding.shown[0]
+
+
+def test_closest_angles_wraps_through_two_pi():
+    gap, pair = rotation.closest_angles(torch.tensor([0.001, 1.0, 2 * math.pi - 0.001], dtype=F64))
+    assert math.isclose(gap, 0.002, rel_tol=1e-9) and pair == [0, 2]
+
+
+def _shift_block_answer(shift, dim, base):
+    import sympy as sp
+
+    from pe_book import symbolic
+
+    thetas = [float(t) for t in sinusoidal.frequencies(dim, base)]
+    blocks = sp.diag(*(symbolic.shift_block(shift, t) for t in thetas)).evalf()
+    return torch.tensor(sp.matrix2numpy(blocks, dtype=float))
+
+
+def _rope_answer(shift, dim, base):
+    from pe_book.rope import apply_rope
+
+    return apply_rope(torch.eye(dim, dtype=F64), torch.full((dim,), shift), base=base)
+
+
+@pytest.mark.parametrize(
+    ("reader", "called"),
+    [(_shift_block_answer, "symbolic.shift_block"), (_rope_answer, "rope.apply_rope")],
+)
+def test_shift_matrix_built_from_package_blocks_or_rope_is_not_own_work(reader, called):
+    _fails(exercises.check_shift_matrix, reader, called, "write it yourself")
+
+
+def test_shift_matrix_dropped_sign_is_told_so():
+    message = _fails(exercises.check_shift_matrix, lambda c, d, b: _shift(abs(c), d, b))
+    assert "case 4 of 7" in message and "drop the sign" in message
+    assert "other way: it is M_(−c)" not in message
+
+
+@pytest.mark.parametrize(
+    ("flip", "missing"),
+    [(1, "β sin((m−n)θ)"), (2, "γ cos((m+n)θ)"), (3, "δ sin((m+n)θ)")],
+)
+def test_bilinear_terms_sign_error_names_the_term_that_misses(flip, missing):
+    def answer(w):
+        (a11, a12), (a21, a22) = w.tolist()
+        terms = [(a11 + a22) / 2, (a21 - a12) / 2, (a11 - a22) / 2, (a12 + a21) / 2]
+        terms[flip] = -terms[flip]
+        return tuple(terms)
+
+    message = _fails(exercises.check_bilinear_terms, answer, f"the terms that miss: {missing} (")
+    assert "-1.6052762948770103" not in message and "-1.6053" in message  # A to 4 digits
+
+
+def test_direction_matrix_accepts_a_sympy_matrix_and_says_what_kind_it_is(capsys):
+    import sympy as sp
+
+    half, root = sp.Rational(1, 2), sp.sqrt(3) / 2
+    exercises.check_direction_matrix(lambda: sp.Matrix([[half, root], [-root, half]]))
+    assert "R(−π/3): a rotation" in capsys.readouterr().out
+    _fails(exercises.check_direction_matrix, lambda: sp.Matrix([[0, 1], [-1, 0]]), "misses")

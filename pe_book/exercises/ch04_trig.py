@@ -6,17 +6,29 @@ and ask whether the reader's coefficients or matrix reproduce it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 
 import torch
 
 from pe_book import sinusoidal
+from pe_book.exercises import own_work
 from pe_book.exercises.grading import Case, ExerciseMismatch, attempt, check, grader
 from pe_book.exercises.policy import float32_note
 from pe_book.exercises.secret import seeded
 
 __all__ = ["check_bilinear_terms", "check_direction_matrix", "check_shift_matrix"]
+
+#: Exercise 4.1 asks for M_c built by hand: section 4.1's blocks (symbolic.shift_block, which
+#: cell c009 stacks into M_c) and RoPE applied to the identity hand it over as well.
+own_work.also_watch(
+    "shift_matrix",
+    "pe_book.symbolic.shift_block",
+    "pe_book.rope.apply_rope",
+    "pe_book.rope.rotate",
+    "pe_book.rope.Rope",
+)
 
 #: Why exercise 4.1 needs float64 angles (measured: d = 16, b = 10^4, c = 10,000).
 FLOAT32_ANGLES = (
@@ -86,6 +98,12 @@ def _shift_matrix_hint(args: tuple, answer: object, message: str) -> str | None:
         return bool((got - other).abs().max() <= 1e-6)
 
     backwards = sinusoidal.shift_matrix(-shift, dim, base).to(torch.float64)
+    if shift < 0 and near(backwards):  # the positive shifts before it agreed
+        return (
+            f"For the negative shift c = {shift} your matrix is M_{-shift}, while every"
+            " positive shift agreed: did you drop the sign of c (abs, or a square)?"
+            " A negative shift turns each pair the other way."
+        )
     if near(backwards):
         return (
             "Your matrix turns every pair the other way: it is M_(−c), the inverse of M_c."
@@ -159,6 +177,24 @@ def _terms(coefficients: list[float]) -> torch.Tensor:
     )
 
 
+_TERM_NAMES = ("α cos((m−n)θ)", "β sin((m−n)θ)", "γ cos((m+n)θ)", "δ sin((m+n)θ)")
+
+
+def _terms_that_miss(difference: torch.Tensor) -> str:
+    """Which of the four terms a wrong answer gets wrong, without their values: the
+    difference from p_mᵀ A p_n is itself a sum of the four terms, so least squares on
+    them finds how much of it each carries."""
+    diff, total = _pair_angles()
+    basis = torch.stack(
+        [torch.cos(diff), torch.sin(diff), torch.cos(total), torch.sin(total)], dim=-1
+    ).reshape(-1, 4)
+    share = torch.linalg.lstsq(basis, difference.reshape(-1, 1)).solution.flatten()
+    wrong = [name for name, x in zip(_TERM_NAMES, share.tolist(), strict=True) if abs(x) > 1e-6]
+    right = [name for name in _TERM_NAMES if name not in wrong]
+    said = f"the terms that miss: {', '.join(wrong) or 'none of the four'}"
+    return said + (f" (right: {', '.join(right)})" if right else "")
+
+
 @grader
 def check_bilinear_terms(reader: Callable[[torch.Tensor], tuple]) -> str:
     """Chapter 4: ``reader(w)`` returns (α, β, γ, δ) with, for chapter 2's order
@@ -180,9 +216,11 @@ def check_bilinear_terms(reader: Callable[[torch.Tensor], tuple]) -> str:
         claimed = _terms(coefficients)
         worst = float((claimed - _pair_bilinear(w)).abs().max())
         if not worst <= 1e-6:
+            shown = [[round(x, 4) for x in row] for row in w.tolist()]
             problem = (
-                f"case {index} of {len(matrices)} ({label}): A = {w.tolist()}, your"
+                f"case {index} of {len(matrices)} ({label}): A = {shown}, your"
                 f" coefficients miss p_mᵀ A p_n by up to {worst:.2g} (on the first 24 positions)"
+                f"; {_terms_that_miss(claimed - _pair_bilinear(w))}"
             )
             if float((claimed - _paper_pair_bilinear(w)).abs().max()) <= 1e-6:
                 problem += (
@@ -203,6 +241,9 @@ def check_direction_matrix(reader: Callable[[], torch.Tensor]) -> str:
     """Chapter 4: ``reader()`` returns a 2 × 2 A with p_mᵀ A p_n = cos((m − n)θ − π/3)
     always, for the paper's order p = (sin mθ, cos mθ), to within 1e-6."""
     answer = attempt(reader)
+    if hasattr(answer, "tolist") and not isinstance(answer, torch.Tensor):  # SymPy, NumPy
+        with contextlib.suppress(TypeError, ValueError):  # torch.as_tensor says what is wrong
+            answer = [[float(x) for x in row] for row in answer.tolist()]
     w = torch.as_tensor(answer, dtype=torch.float64)
     if w.shape != (2, 2):
         raise ExerciseMismatch(f"expected a 2 × 2 matrix, got shape {tuple(w.shape)}")
@@ -224,4 +265,7 @@ def check_direction_matrix(reader: Callable[[], torch.Tensor]) -> str:
                 " so the score also depends on where the pair is, not only on m − n"
             )
         raise ExerciseMismatch(problem)
-    return "p_mᵀ A p_n = cos((m − n)θ − π/3): it knows the direction."
+    return (
+        "p_mᵀ A p_n = cos((m − n)θ − π/3): it knows the direction. Your A is"
+        " cos(π/3) I + sin(π/3) J = R(−π/3): a rotation, with no symmetric traceless part."
+    )

@@ -9,7 +9,10 @@ reference's code made from the reader's own code, and the checker fails the answ
 message that names the function it called.
 
 What is watched: a reference function's code; for a class, the functions of its body; for
-a module, the functions it defines (less the exercise's ``allowed`` ones). A call counts
+a module, the functions it defines (less the exercise's ``allowed`` ones). A chapter's
+exercise module may name more (:func:`also_watch`): package functions that hand over the
+same answer by another road (exercise 4.1's matrix from ``symbolic.shift_block`` blocks, or
+from RoPE applied to the identity). A call counts
 when it comes from outside the package (the reader's cell) or from the checkers
 themselves (the reader's function passed straight to its checker); what the package calls
 internally does not. This is a hint for a reader practising, not a fence: the grader's
@@ -28,7 +31,7 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
-__all__ = ["called", "guard", "watching"]
+__all__ = ["also_watch", "called", "guard", "watching"]
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
 _CHECKERS = str(Path(__file__).resolve().parent)
@@ -67,13 +70,26 @@ def _resolve(dotted: str) -> Any:
     return obj
 
 
+#: Exercise name -> more package functions its practice checker watches (:func:`also_watch`).
+_ALSO: dict[str, tuple[str, ...]] = {}
+
+
+def also_watch(name: str, *dotted: str) -> None:
+    """Watch ``dotted`` (package functions, classes or modules) for exercise ``name`` too,
+    like its references: a chapter's exercise module names what else hands over the answer
+    its statement asks the reader to build. Practice mode only (graded mode watches
+    :data:`pe_book.exercises.graded.EXERCISES`)."""
+    _ALSO[name] = tuple(dict.fromkeys((*_ALSO.get(name, ()), *dotted)))
+
+
 def references(name: str) -> dict[CodeType, str]:
-    """The code objects of exercise ``name``'s references, each with its dotted name."""
+    """The code objects of exercise ``name``'s references, and of what its chapter's module
+    named with :func:`also_watch`, each with its dotted name."""
     from pe_book.exercises.graded import entry  # graded imports the chapters' modules
 
     found = entry(name)
     codes: dict[CodeType, str] = {}
-    for dotted in found.references:
+    for dotted in (*found.references, *_ALSO.get(name, ())):
         obj = inspect.unwrap(_resolve(dotted)) if _resolve(dotted) is not None else None
         if inspect.isfunction(obj):
             codes[obj.__code__] = dotted
