@@ -25,6 +25,14 @@ The HTML is built by tools/book.py (Jupyter Book 1, offline, MathJax served loca
 on the edition's copy and checked the same way as the book. ``check`` fails (exit 1)
 when any solution cell's source, solution region or instructor page of notebooks/
 survives anywhere in the student edition's notebooks or HTML, or a chapter lost a stub.
+
+Each edition records where it came from in ``EDITION.txt`` (``build/editions/student/
+EDITION.txt``, and a copy in its ``notebooks/``): the source commit (``git rev-parse
+HEAD``) and whether the working tree had changes (``git status --porcelain``), since an
+edition is built from notebooks/ as it is, committed or not. ``check`` warns (without
+failing) when an edition has no such record, was built from another commit than HEAD,
+or from a tree with changes: a folder built earlier and copied to students is otherwise
+indistinguishable from a fresh one.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -49,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 OUT = ROOT / "build" / "editions"
 EDITIONS = ("instructor", "student")
+RECORD = "EDITION.txt"
 INSTRUCTOR_PAGE = re.compile(r"^instructor")
 IGNORE = shutil.ignore_patterns("_build", ".ipynb_checkpoints", "__pycache__")
 
@@ -262,12 +272,90 @@ def check_student(out: Path = OUT) -> list[str]:
     return problems
 
 
+def _git(*args: str) -> str | None:
+    """A git command's output in ROOT, or None outside a repository or without git."""
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout
+
+
+def source() -> dict[str, str]:
+    """The commit the editions are built from and the working tree's changes against it:
+    {"commit": sha or "unknown", "changes": the paths `git status --porcelain` lists}."""
+    head = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain") if head else None
+    changed = [line[3:] for line in (status or "").splitlines() if line.strip()]
+    return {"commit": head.strip() if head else "unknown", "changes": "\n".join(changed)}
+
+
+def write_record(folder: Path, edition: str, found: dict[str, str]) -> Path:
+    """Write ``folder/EDITION.txt``: the edition, its source commit, and whether the tree
+    it was built from had changes (with the first few changed paths)."""
+    changed = [c for c in found["changes"].splitlines() if c]
+    tree = "clean" if not changed else (
+        f"dirty ({len(changed)} changed: {', '.join(changed[:5])}"
+        + (", ..." if len(changed) > 5 else "") + ")"
+    )
+    path = folder / RECORD
+    path.write_text(
+        f"edition: {edition}\nsource commit: {found['commit']}\nworking tree: {tree}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def read_record(folder: Path) -> dict[str, str]:
+    """``EDITION.txt`` of an edition as {"edition", "source commit", "working tree"}; {}
+    when there is none."""
+    path = folder / RECORD
+    if not path.is_file():
+        return {}
+    pairs = (line.split(": ", 1) for line in path.read_text(encoding="utf-8").splitlines())
+    return {key: value for key, value in pairs}
+
+
+def source_warnings(out: Path = OUT) -> list[str]:
+    """Why the editions in ``out`` may not be the book at HEAD: no record of their source
+    commit, another commit than HEAD, or a working tree with changes."""
+    head = source()["commit"]
+    warnings = []
+    for edition in EDITIONS:
+        folder = out / edition
+        if not folder.is_dir():
+            continue
+        record = read_record(folder)
+        commit = record.get("source commit")
+        if not commit:
+            warnings.append(
+                f"{edition} edition: no {RECORD}, so its source commit is unknown (built"
+                " before editions recorded it): rebuild it with make editions"
+            )
+        elif commit != head:
+            warnings.append(
+                f"{edition} edition: built from commit {commit[:12]}, but HEAD is"
+                f" {head[:12]}: rebuild it with make editions before handing it out"
+            )
+        if record.get("working tree", "clean") != "clean":
+            warnings.append(
+                f"{edition} edition: built from a working tree with uncommitted changes,"
+                f" {record['working tree']}"
+            )
+    return warnings
+
+
 def build(out: Path = OUT, html: bool = True) -> int:
     """Write both editions (notebooks, and HTML unless ``html`` is False) and check them."""
+    found = source()
     for edition in EDITIONS:
         folder = out / edition / "notebooks"
         shutil.rmtree(out / edition, ignore_errors=True)
         shutil.copytree(NOTEBOOKS, folder, ignore=IGNORE)
+        for where in (out / edition, folder):  # beside the HTML, and in the notebooks copied
+            write_record(where, edition, found)
         _configure(folder, edition)
         if edition == "student":
             removed = student_pages(folder)
@@ -282,6 +370,8 @@ def build(out: Path = OUT, html: bool = True) -> int:
             shutil.move(out / edition / "_build" / "html", out / edition / "html")
             shutil.rmtree(out / edition / "_build", ignore_errors=True)
         print(f"{edition} edition: {folder}")
+    for warning in source_warnings(out):
+        print("warning:", warning, file=sys.stderr)
     problems = check_student(out)
     for problem in problems:
         print("student edition:", problem, file=sys.stderr)
@@ -301,6 +391,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "build":
         return build(args.out, args.html)
+    for warning in source_warnings(args.out):
+        print("warning:", warning, file=sys.stderr)
     problems = check_student(args.out)
     for problem in problems:
         print("student edition:", problem, file=sys.stderr)
