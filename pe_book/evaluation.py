@@ -20,6 +20,7 @@ from pe_book.model import CharLM
 from pe_book.rope_scaling import DynamicNTKScaling, LinearScaling, Scaling, YaRNScaling
 
 __all__ = [
+    "FIRST_TOKEN_WINDOWS",
     "by_bin",
     "evaluate",
     "evaluate_sliding",
@@ -30,6 +31,10 @@ __all__ = [
     "scaled_rope_losses",
     "short_context_fraction",
 ]
+
+
+#: How many validation windows :func:`first_token_attention` averages (chapters 10 and 13).
+FIRST_TOKEN_WINDOWS = 8
 
 
 @torch.no_grad()
@@ -135,7 +140,7 @@ def rounded(values: torch.Tensor | float) -> Any:
 
 
 def first_token_attention(
-    model: CharLM, segments: torch.Tensor, unit: int, count: int = 8
+    model: CharLM, segments: torch.Tensor, unit: int, count: int = FIRST_TOKEN_WINDOWS
 ) -> dict[str, Any] | None:
     """Attention every layer and head gives the first token of a window (chapter 13's
     sinks), on the first ``count`` segments: windows of ``unit`` tokens, per query

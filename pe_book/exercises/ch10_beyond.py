@@ -44,9 +44,10 @@ def check_cpd_margin(reader: Callable[[torch.Tensor], Any]) -> None:
     with :func:`pe_book.kerple.cpd_margin` to 1e-9 plus a relative 1e-9. The kernels are
     fixtures: KERPLE's two kinds and a power above 2 on a few positions, a distance
     penalty plus a constant (which the margin ignores and K's own eigenvalues do not),
-    and a random symmetric matrix. They tell the margin from K's smallest eigenvalue,
-    from the centred matrix's (whose eigenvector 1 adds a 0) and from a basis
-    e_j - e_last that is not orthonormal.
+    a random symmetric matrix, and the power 2, whose margin is exactly 0. They tell the
+    margin from K's smallest eigenvalue, from the centred matrix's (whose eigenvector 1
+    adds a 0), from the centred matrix's with every eigenvalue near 0 dropped (the power
+    2 has several), and from a basis e_j - e_last that is not orthonormal.
     """
     symmetric = torch.randn(7, 7, dtype=F64, generator=seeded(10))
     kernels = [
@@ -62,6 +63,12 @@ def check_cpd_margin(reader: Callable[[torch.Tensor], Any]) -> None:
         ),
         (-(_distance(10) ** 1.5), "-|m - n|^1.5, 10 positions", "a power below 2"),
         (-(_distance(9) ** 3), "-|m - n|^3, 9 positions", "a power above 2: not CPD"),
+        (
+            -(_distance(8) ** 2),
+            "-|m - n|^2, 8 positions",
+            "the power 2, the edge of section 10.2: the centred matrix has several zero"
+            " eigenvalues",
+        ),
         (
             50.0 - 0.5 * _distance(6),
             "50 - 0.5|m - n|, 6 positions",
