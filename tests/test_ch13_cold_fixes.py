@@ -5,6 +5,7 @@ the class it is checked against apart, and the modules the chapter teaches name 
 import importlib
 
 import pytest
+import torch
 
 from pe_book import exercises, open_models
 
@@ -51,3 +52,31 @@ def test_every_cross_checked_class_names_the_checkpoint_its_defaults_describe():
 def test_the_modules_chapter_13_teaches_name_chapter_13(module):
     head = "\n\n".join(importlib.import_module(f"pe_book.{module}").__doc__.split("\n\n")[:2])
     assert "chapter 13" in head.lower() and "chapter 10" not in head.lower()
+
+
+def _cache_float32(layer_types, window, seq_len, n_kv_heads, d_head, size):
+    """The second cold read's answer: the right count, held in a float32 tensor (it
+    passed all seven cases, whose counts float32 happens to hold exactly)."""
+    tokens = sum(seq_len if k == "full_attention" else min(seq_len, window) for k in layer_types)
+    return torch.tensor(float(tokens * 2 * n_kv_heads * d_head * size), dtype=torch.float32)
+
+
+def test_a_float32_byte_count_fails_exercise_13_1_on_scouts_long_context():
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        exercises.check_kv_cache_bytes(_cache_float32)
+    assert "float32 cannot hold" in str(raised.value)
+
+
+def test_the_llama_neox_claim_fails_without_rotation_and_with_added_positions():
+    from pe_book import claims, sinusoidal
+
+    def unrotated(q, k, positions):
+        return q, k
+
+    def added(q, k, positions):
+        table = sinusoidal.sinusoidal_table(int(positions.max()) + 1, q.shape[-1])[positions]
+        return q + table, k + table
+
+    for rotate, reason in ((unrotated, "not above 1e-3"), (added, "not below 1e-4")):
+        finding = claims.run("004-llama-neox-rope", rotations={"counterfactual": rotate})
+        assert finding.verdict == "does not hold" and reason in finding.shown[0]

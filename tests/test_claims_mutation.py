@@ -342,7 +342,10 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     ],
     "004-t5-costly": [lambda: {"rows": t5_as_cheap_as_sinusoidal()}],
     "004-quadratic-cost": [lambda: {"rows": nope_linear()}],
-    "004-llama-neox-rope": [lambda: {"rotations": {"absolute": absolute_positions}}],
+    "004-llama-neox-rope": [
+        lambda: {"rotations": {"absolute": absolute_positions}},
+        lambda: {"rotations": {"unrotated": lambda q, k, positions: (q, k)}},  # no position
+    ],
 }
 
 #: For each proved claim, the input that holds what its SymPy proof proves.

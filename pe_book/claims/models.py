@@ -62,21 +62,23 @@ def _measure(rotate: Rotate) -> tuple[float, float, float]:
 @evidence("004-llama-neox-rope")
 def llama_and_neox_use_rope(rotations: dict[str, Rotate] | None = None) -> Finding:
     """Each family's rotary code: scores relative (a shift by 100 changes none beyond
-    float32 rounding), position-dependent, and the share of each head it turns (shown:
+    float32 rounding), position-dependent (every score off the diagonal moves by more
+    than 1e-3 from the unrotated q·k), and the share of each head it turns (shown:
     a partial rotation is still RoPE, so it is no caveat)."""
     if rotations is None:
         rotations = {name: transformers_rotation(name) for name in ("llama", "gpt_neox")}
     shown, holds = [], True
     for name, rotate in rotations.items():
         shift_change, moved, share = _measure(rotate)
-        relative, positional = shift_change < 1e-4, moved > 0.0
+        relative, positional = shift_change < 1e-4, moved > 1e-3
         holds = holds and relative and positional
         shown.append(
             f"{name}: positions moved by {SHIFT}, largest score change {shift_change:.1e}"
             f" (absolute; {'below' if relative else 'not below'} 1e-4: the scores"
             f" {'depend on m - n only' if relative else 'depend on more than m - n'});"
-            " every score off the diagonal"
-            f" {'differs' if positional else 'does not differ'} from the unrotated q·k;"
+            f" smallest change of a score off the diagonal from the unrotated q·k {moved:.1e}"
+            f" ({'above' if positional else 'not above'} 1e-3, a threshold far above float32"
+            f" rounding: {'position-dependent' if positional else 'position is not seen'});"
             f" share of each head's coordinates turned {share:.2f}"
         )
     return Finding(holds=holds, shown=tuple(shown))

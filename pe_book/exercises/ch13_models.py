@@ -31,8 +31,9 @@ def check_kv_cache_bytes(reader: Callable[..., Any]) -> None:
     layer counted at its largest, a whole chunk). The plans are fixtures: Gemma 3's five
     local layers to one global, a text shorter than the window (so min(L, W), not W), a
     text exactly one window long, Llama 4's chunked layers with a text longer and one
-    shorter than a chunk (so min there too), all global (plain grouped-query attention)
-    and all local.
+    shorter than a chunk (so min there too), Llama 4 Scout's 48 layers at 10,485,759
+    tokens (about 5.2e11 bytes, whose odd part exceeds 2^24: a float32 count is not
+    exact), all global (plain grouped-query attention) and all local.
     """
     gemma = ([LOCAL] * 5 + [GLOBAL]) * 2
     settings = [
@@ -41,6 +42,15 @@ def check_kv_cache_bytes(reader: Callable[..., Any]) -> None:
         (gemma, 1024, 1024, 4, 256, 2, "a text exactly one window long"),
         ([CHUNKED] * 3 + [GLOBAL], 8192, 100_000, 8, 128, 2, "Llama 4's chunked layers"),
         ([CHUNKED] * 3 + [GLOBAL], 8192, 5000, 8, 128, 2, "chunked, a text shorter than a chunk"),
+        (
+            ([CHUNKED] * 3 + [GLOBAL]) * 12,
+            8192,
+            10_485_759,
+            8,
+            128,
+            2,
+            "Llama 4 Scout's 48 layers near its 10M-token context: a count float32 cannot hold",
+        ),
         ([GLOBAL] * 3, 4096, 5000, 8, 128, 4, "all global, float32 numbers"),
         ([LOCAL] * 4, 4096, 5000, 8, 64, 2, "all local"),
     ]
