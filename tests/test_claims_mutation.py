@@ -317,6 +317,7 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
         lambda: {"rotation": lambda angle: sp.eye(2)},
     ],
     "004-rope-values-no-position": [lambda: {"rotate": lambda x, positions: x}],  # no rotation
+    "roformer-long-term-decay": [lambda: {"base": 1 + 1e-6}],  # one frequency for all pairs
     "001-alibi-linear-bias": [lambda: {"bias": log_bias}],
     "001-alibi-simple": [lambda: {"bias": symmetric_bias}],
     "004-alibi-penalty-form": [lambda: {"slopes": arithmetic_slopes}],

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import sympy as sp
 import torch
 
-from pe_book import rope, symbolic
+from pe_book import decay, rope, sinusoidal, symbolic
 from pe_book.attention import attention
 from pe_book.claims import Finding, evidence
 
@@ -67,6 +67,11 @@ def _largest_changes(rotate: Rotate) -> tuple[float, float, float]:
     return shifted, one_step, size
 
 
+def _added_sinusoids(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """The other counterfactual: chapter 3's sinusoids added to q and k (absolute positions)."""
+    return x + sinusoidal.sinusoidal_table(positions, x.shape[-1], dtype=torch.float64)
+
+
 def _no_rotation(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """The counterfactual: nothing rotated (NoPE), so no position reaches the score."""
     return x
@@ -88,6 +93,7 @@ def rope_rotates_qk(
     sees_offset = _symbolic_sees_offset(rotation)
     shifted, one_step, size = _largest_changes(rotate)
     _, blind_step, _ = _largest_changes(_no_rotation)
+    added_shift, _, _ = _largest_changes(_added_sinusoids)
     enters = sees_offset and one_step > 1e-6 * size
     return Finding(
         holds=residue == 0 and shifted < 1e-9 and enters,
@@ -102,6 +108,8 @@ def rope_rotates_qk(
             + f", moving m alone by 1 by up to {one_step:.2f} (the largest score {size:.1f})",
             f"counterfactual, no rotation (NoPE): shifts change nothing either, but moving m"
             f" alone changes the score by {blind_step:.1f}: relative position does not enter",
+            f"counterfactual, sinusoids added to q and k (chapter 3): moving m and n by c changes"
+            f" the score by up to {added_shift:.2f}: not shift-invariant",
         ),
     )
 
@@ -158,5 +166,55 @@ def rope_values_no_position(rotate: Rotate = pe_book_rope) -> Finding:
             " size",
             f"counterfactual, the same layer rotating nothing: it changes by {blind:.3f}"
             " (no positional information leaves it unchanged)",
+        ),
+    )
+
+
+def _score_sizes(key_is_query: bool, base: float, dim: int = 128) -> tuple[float, float, float]:
+    """Root-mean-square score of 100 seeded Gaussian (q, k) pairs turned r apart, at r = 0,
+    over r = 1..100 and over r = 4,000..5,000: k = q (a key like its query) or k independent."""
+    generator = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 100, dim, dtype=torch.float64, generator=generator)
+    key = q if key_is_query else k
+    windows = (torch.tensor([0]), torch.arange(1, 101), torch.arange(4000, 5001))
+    return tuple(  # type: ignore[return-value]
+        float(decay.rotated_scores(q, key, r, base).pow(2).mean().sqrt()) for r in windows
+    )
+
+
+@evidence("roformer-long-term-decay")
+def long_term_decay(base: float = 10000.0) -> Finding:
+    """RoFormer: θ_i = b^(-2i/d) makes the rotated score decay as r grows (d = 128).
+
+    Holds if the relative upper bound falls below a quarter of its r = 0 value by r = 250
+    and the scores of a key like its query (k = q) fall below a quarter of their r = 0 size
+    by r = 4,000..5,000. Caveats it looks for: the bound's peaks past r = 250 as high as at
+    r = 50, and independent (q, k) whose scores keep their size. A single frequency for all
+    pairs (b → 1) is the counterfactual: nothing decays.
+    """
+    offsets = torch.arange(20_001)
+    bound = decay.rope_decay_bound(offsets, 128, base)
+    peak, where = float(bound[251:].max()), int(bound[251:].argmax()) + 251
+    same, other = _score_sizes(True, base), _score_sizes(False, base)
+    falls = float(bound[250]) < 0.25 * float(bound[0])
+    similar_decays = same[2] < 0.25 * same[0]
+    peaks_stop = peak >= float(bound[50])
+    flat = other[2] > 0.8 * other[1]
+    one_rate = decay.rope_decay_bound(torch.tensor([250]), 128, 1 + 1e-6)
+    one_same = _score_sizes(True, 1 + 1e-6)
+    return Finding(
+        holds=falls and similar_decays,
+        caveat="peaks stop falling; independent q, k do not decay" if peaks_stop or flat else None,
+        shown=(
+            f"relative upper bound, d = 128: {float(bound[0]):.2f} at r = 0, {float(bound[50]):.2f}"
+            f" at r = 50, {float(bound[250]):.2f} at r = 250; past 250 its peaks reach"
+            f" {peak:.2f} (r = {where:,})",
+            "root-mean-square score at r = 0, r = 1..100, r = 4,000..5,000 (100 Gaussian"
+            f" pairs): k = q {same[0]:.1f}, {same[1]:.1f}, {same[2]:.1f}; k independent of q"
+            f" {other[0]:.1f}, {other[1]:.1f}, {other[2]:.1f} (expected: √d = {128**0.5:.1f}"
+            " at every r)",
+            f"counterfactual, one frequency for all pairs (b → 1): the bound is"
+            f" {float(one_rate[0]):.2f} at r = 250, and k = q scores {one_same[2]:.1f} at"
+            " r = 4,000..5,000: nothing decays",
         ),
     )
