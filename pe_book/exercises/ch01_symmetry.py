@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import re
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+import numpy as np
 import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from pe_book import attention as attn
 from pe_book import symmetry
@@ -59,7 +65,100 @@ def _attention_cases() -> list[Case]:
         v = torch.randn(k_len, dim + 1, generator=generator, dtype=torch.float64)
         description = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, causal={causal}"
         cases.append(Case((q, k, v, causal), description, kind=kind))
+    # query 0 sees key 0 only, and scores it -30: a finite mask fill such as -20 gives the
+    # hidden keys more weight than the visible one (the cold read's -20 passed every randn
+    # case); its output is v_0 exactly, so float32 arithmetic still meets 1e-6
+    q = torch.randn(4, 8, generator=generator, dtype=torch.float64)
+    k = torch.randn(4, 8, generator=generator, dtype=torch.float64)
+    v = torch.randn(4, 9, generator=generator, dtype=torch.float64)
+    q[0] = -30 * 8**0.5 * k[0] / k[0].dot(k[0])  # q_0 · k_0 / √d = -30
+    description = "q (4, 8), k (4, 8), v (4, 9), causal=True"
+    cases.append(Case((q, k, v, True), description, kind="causal, query 0's one key scores -30"))
     return cases
+
+
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+_CHECKERS_DIR = str(Path(__file__).resolve().parent)
+
+#: Exercise 1.2 asks for the formula written out; these hand it over whole.
+_WHOLE_ATTENTION = {
+    F.scaled_dot_product_attention: "torch.nn.functional.scaled_dot_product_attention"
+}
+
+
+def _called_from_package() -> bool:
+    """True when the innermost caller outside torch is pe_book's own code (not a checker)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    path = str(Path(frame.f_code.co_filename).resolve())
+    return path.startswith(_PACKAGE_DIR) and not path.startswith(_CHECKERS_DIR)
+
+
+class _WholeAttentionSeen(TorchFunctionMode):
+    """Notes a call of a whole attention function made by the reader's code."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = _WHOLE_ATTENTION.get(func)
+        if name is not None and name not in self.seen and not _called_from_package():
+            self.seen.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+def _own_attention(reader: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """``reader``, failing the case when it hands the work to PyTorch's attention."""
+
+    def written(*args: object) -> torch.Tensor:
+        with _WholeAttentionSeen() as mode:
+            answer = reader(*args)
+        if mode.seen:
+            raise ExerciseMismatch(
+                f"your function calls `{mode.seen[0]}`, which computes the whole of"
+                " softmax(q kᵀ/√d) v: write the formula yourself with matrix products,"
+                " torch.arange, masked_fill and torch.softmax, as the statement asks"
+            )
+        return answer
+
+    return written
+
+
+#: Stands in for the reason float32 falls short, which this exercise never has.
+_NOT_FLOAT32 = "float32-is-enough"
+_FLOAT32_BLAMED = re.compile(
+    r" ?Your (?:answer is (float32)|values are float32 numbers \(converted to float64 at"
+    r" the end\)), the likely cause: " + _NOT_FLOAT32 + r"\."
+)
+_SIXTEEN_BLAMED = re.compile(
+    r"Your answer is (float16|bfloat16), the likely cause: " + _NOT_FLOAT32
+)
+_FLOAT32_ENOUGH = (
+    " Float32 is not the cause: its rounding stays far below 1e-6 here, so the formula"
+    " misses (the scaling, the mask, or the value the mask fills in)."
+)
+_NO_VISIBLE_KEY = (
+    " A NaN comes from a query row with no visible key: query m sees every key"
+    " n <= m + (L_k - L_q), its own position included."
+)
+
+
+def _explained(message: str) -> str:
+    """The policy's message, with float32 cleared as a cause and a NaN explained."""
+    message = _FLOAT32_BLAMED.sub(_FLOAT32_ENOUGH, message)
+    message = _SIXTEEN_BLAMED.sub(
+        r"Your answer is \1, the likely cause: it keeps 3 significant digits or fewer, too"
+        " few for 1e-6: compute in float32 or float64",
+        message,
+    )
+    if "holds NaN" in message and "causal=True" in message:
+        message = message.rstrip(".") + "." + _NO_VISIBLE_KEY
+    return message
 
 
 def check_attention(
@@ -70,14 +169,18 @@ def check_attention(
     def reference(q, k, v, causal):
         return attn.attention(q, k, v, causal=causal)
 
-    check(
-        "attention",
-        reader,
-        reference,
-        _attention_cases(),
-        atol=1e-6,  # float32 arithmetic is enough
-        locate=lambda case, index: f"query {index[0]}, column {index[1]} of v",
-    )
+    try:
+        check(
+            "attention",
+            _own_attention(reader),
+            reference,
+            _attention_cases(),
+            atol=1e-6,  # float32 arithmetic is enough
+            float32=_NOT_FLOAT32,
+            locate=lambda case, index: f"query {index[0]}, column {index[1]} of v",
+        )
+    except ExerciseMismatch as mismatch:
+        raise ExerciseMismatch(_explained(str(mismatch))) from None
 
 
 def check_recover_positions(reader: Callable[[torch.Tensor], torch.Tensor]) -> None:
@@ -124,6 +227,22 @@ def _weights() -> list[tuple[str, torch.Tensor, int]]:
     ]
 
 
+def _as_float64(answer: object) -> torch.Tensor | None:
+    """A tensor, NumPy array or (nested) list of real numbers as float64; None otherwise."""
+    if isinstance(answer, torch.Tensor):
+        values = answer.detach()
+    elif isinstance(answer, np.ndarray | list | tuple):
+        try:
+            values = torch.as_tensor(np.asarray(answer, dtype=np.float64))
+        except (TypeError, ValueError):
+            return None
+    else:
+        return None
+    if values.is_complex() or values.dtype == torch.bool:
+        return None
+    return values.to(torch.float64)
+
+
 @grader
 def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor]) -> str:
     """Chapter 1: ``reader(weight, seq_len)`` returns distinct positions the layer cannot see.
@@ -140,11 +259,12 @@ def check_invisible_positions(reader: Callable[[torch.Tensor, int], torch.Tensor
         dim = weight.shape[0]
         where = f"case {index} of {len(weights)} ({label}, seq_len={seq_len})"
         answer = attempt(reader, weight.clone(), seq_len)
-        if not isinstance(answer, torch.Tensor) or answer.shape != (seq_len, dim):
+        positions = _as_float64(answer)
+        if positions is None or positions.shape != (seq_len, dim):
             raise ExerciseMismatch(
-                f"{where}: expected a tensor of shape {(seq_len, dim)}, got {show(answer)}"
+                f"{where}: expected numbers of shape {(seq_len, dim)} (a tensor, a NumPy"
+                f" array or a list), got {show(answer)}"
             )
-        positions = answer.detach().to(torch.float64)
         distance = torch.cdist(positions, positions) + torch.eye(seq_len, dtype=torch.float64)
         if not float(distance.min()) >= 1e-3:
             row, col = (int(i) for i in (distance == distance.min()).nonzero()[0])
