@@ -136,3 +136,76 @@ def test_values_claim_prints_its_counterfactual_and_the_layer_kind():
     assert "bidirectional layer" in shown[1]
     assert shown[2].startswith("counterfactual, the same layer rotating nothing")
     assert "changes by 0.000" in shown[2]
+
+
+# ---- third cold read (s31): the slips that passed, or were not named ----------------------
+
+
+def _hf_style_rope(x, positions):
+    """θ_i as Hugging Face writes inv_freq (float32 by default), the product in float64."""
+    dim = x.shape[-1]
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2) / dim))  # float32
+    return _pairs(x, positions, inv_freq.double())
+
+
+def test_7_1_float32_theta_with_a_float64_product_fails_and_names_theta():
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        exercises.check_rope_rotation(_hf_style_rope)
+    message = " ".join(str(raised.value).split())
+    assert "form θ_i and the angles m·θ_i in float64" in message
+    assert "positions pass 30,000 here" in message and "30,002" not in message
+
+
+def _bound_over(first: int, last: int):
+    """(1/(d/2))-style mean of |S_ℓ| for ℓ = first .. last (the exercise's is 1 .. d/2)."""
+
+    def bound(offsets, dim, base):
+        theta = float(base) ** (-torch.arange(0, dim, 2, dtype=F64) / dim)
+        angles = offsets.double()[:, None] * theta
+        partial = torch.polar(torch.ones_like(angles), angles).cumsum(-1).abs()
+        every = torch.cat((torch.zeros(len(offsets), 1, dtype=F64), partial), -1)  # S_0 ..
+        return every[:, first : last + 1].mean(-1)
+
+    return bound
+
+
+MISTAKES_7_3 = {
+    "S_0 .. S_{d/2-1} (the exclusive cumsum)": (
+        lambda o, d, b: _bound_over(0, d // 2 - 1)(o, d, b),
+        "you average |S_0| .. |S_{d/2−1}|",
+    ),
+    "S_0 .. S_{d/2}": (
+        lambda o, d, b: _bound_over(0, d // 2)(o, d, b),
+        "you average d/2 + 1 terms",
+    ),
+    "S_1 .. S_{d/2-1}": (
+        lambda o, d, b: _bound_over(1, d // 2 - 1)(o, d, b),
+        "you leave out S_{d/2}",
+    ),
+}
+
+
+@pytest.mark.parametrize("label", MISTAKES_7_3)
+def test_an_off_by_one_in_7_3_fails_and_is_named(label):
+    answer, named = MISTAKES_7_3[label]
+    with pytest.raises(exercises.ExerciseMismatch) as raised:
+        exercises.check_decay_bound(answer)
+    message = str(raised.value)
+    assert message.startswith("decay_bound: ") and f"Known mistake: {named}" in message, message
+
+
+def test_the_right_answer_to_7_3_still_passes(capsys):
+    exercises.check_decay_bound(lambda o, d, b: _bound_over(1, d // 2)(o, d, b))
+    assert "all 4 cases agree" in capsys.readouterr().out
+
+
+def test_long_term_decay_prints_its_counterfactual_and_fails_on_one_frequency():
+    finding = rope_claims.long_term_decay()
+    assert finding.holds is True and finding.caveat
+    assert finding.shown[-1].startswith("counterfactual, one frequency for all pairs")
+    assert rope_claims.long_term_decay(base=1 + 1e-6).holds is False
+
+
+def test_rope_rotates_qk_prints_a_counterfactual_that_is_not_shift_invariant():
+    shown = rope_claims.rope_rotates_qk().shown
+    assert any(line.startswith("counterfactual, sinusoids added") for line in shown)

@@ -24,11 +24,15 @@ __all__ = ["check_decay_bound", "check_layout_conversion", "check_rope_rotation"
 
 #: Why exercise 7.1 needs float64 angles (section 7.4 prints it: float32 angles are off by
 #: 2.1e-4 rad at position 30,001 for d = 16, 3.8e-4 at 30,002). Float32 angles serve a model
-#: of a few thousand positions; the exercise's tolerance is what asks for float64.
+#: of a few thousand positions; the exercise's tolerance is what asks for float64. The most
+#: common slip is θ_i alone in float32 (Hugging Face's ``inv_freq = 1.0 / (10000 **
+#: (torch.arange(0, d, 2) / d))`` is float32 by default), with the product then in float64:
+#: the message names θ_i first.
 FLOAT32_ANGLES = (
-    "form the angles m·θ_i in float64: positions reach 30,002 here, where float32"
-    " angles are off by about 2e-4 rad (section 7.4, d = 16), far more than this"
-    " exercise's tolerance 1e-6"
+    "form θ_i and the angles m·θ_i in float64 (θ_i alone in float32, e.g."
+    " 10000 ** (torch.arange(0, d, 2) / d), which is float32 by default, is enough to miss):"
+    " positions pass 30,000 here, where float32 angles are off by about 2e-4 rad"
+    " (section 7.4, d = 16), far more than this exercise's tolerance 1e-6"
 )
 
 #: Why exercise 7.3 needs float64 angles (measured: d = 64, offsets to 123,456). The
@@ -198,19 +202,68 @@ def check_layout_conversion(reader: Callable[[torch.Tensor], torch.Tensor]) -> s
     )
 
 
+def _bound_variants(offsets: torch.Tensor, dim: int) -> dict[str, torch.Tensor]:
+    """|S_ℓ| averaged over the wrong range of ℓ: the off-by-one slips of exercise 7.3."""
+    angles = offsets.double()[:, None] * sinusoidal.frequencies(dim)  # (len(offsets), d/2)
+    partial = torch.polar(torch.ones_like(angles), angles).cumsum(-1).abs()  # |S_1| .. |S_{d/2}|
+    zero = torch.zeros(len(offsets), 1, dtype=torch.float64)  # |S_0|
+    return {
+        "exclusive": torch.cat((zero, partial[:, :-1]), -1).mean(-1),
+        "with S_0": torch.cat((zero, partial), -1).mean(-1),
+        "without the last": partial[:, :-1].mean(-1),
+    }
+
+
+#: What each off-by-one slip of exercise 7.3 did, in words (no expected value shown).
+BOUND_MISTAKES = {
+    "exclusive": (
+        "you average |S_0| .. |S_{d/2−1}| (S_0 = 0): the mean runs over ℓ = 1 .. d/2, where"
+        " S_1 = z_0 and S_{d/2} is the sum of all d/2 terms (at r = 0 yours gives d/4 − 1/2,"
+        " the bound d/4 + 1/2)"
+    ),
+    "with S_0": "you average d/2 + 1 terms, S_0 = 0 included: the mean runs over ℓ = 1 .. d/2",
+    "without the last": (
+        "you leave out S_{d/2}, the sum of all d/2 terms: the mean runs over ℓ = 1 .. d/2"
+    ),
+}
+
+
+def _bound_mistake(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> str | None:
+    """Name the off-by-one slip a wrong 7.3 answer matches, if any."""
+    offsets, dim = torch.tensor([0, 1, 7, 100, 2500]), 16
+    try:
+        got = _values(attempt(reader, offsets.clone(), dim, 10000.0)).double().reshape(-1)
+    except Exception:  # the mismatch already says what the function did
+        return None
+    if got.shape != offsets.shape:
+        return None
+    for key, wrong in _bound_variants(offsets, dim).items():
+        if bool((got - wrong).abs().max() <= 1e-5):
+            return f"Known mistake: {BOUND_MISTAKES[key]}."
+    return None
+
+
 def check_decay_bound(reader: Callable[[torch.Tensor, int, float], torch.Tensor]) -> None:
     """Chapter 7: ``reader(offsets, dim, base)`` returns (1/(d/2)) Σ_ℓ |S_ℓ| per offset, to
     within 1e-6 + a relative 1e-6 (values reach d/4 + 1/2; offsets reach 123,456, so the
-    angles must be float64, while a float32 result from float64 angles passes)."""
+    angles must be float64, while a float32 result from float64 angles passes). An answer
+    that averages over the wrong ℓ (S_0 .. S_{d/2−1}, S_0 .. S_{d/2}, or S_1 .. S_{d/2−1})
+    is told which."""
     cases = _profile_cases()
-    check(
-        "decay_bound",
-        reader,
-        decay.rope_decay_bound,
-        cases,
-        atol=1e-6,
-        rtol=1e-6,  # a float32 result (8e-6 off at 128.5) passes; float32 angles do not
-        float32=BOUND_FLOAT32_ANGLES,
-        locate=lambda case, index: f"offset r = {int(case.args[0][index[0]]):,}",
-        positions=lambda case: case.args[0],
-    )
+    try:
+        check(
+            "decay_bound",
+            reader,
+            decay.rope_decay_bound,
+            cases,
+            atol=1e-6,
+            rtol=1e-6,  # a float32 result (8e-6 off at 128.5) passes; float32 angles do not
+            float32=BOUND_FLOAT32_ANGLES,
+            locate=lambda case, index: f"offset r = {int(case.args[0][index[0]]):,}",
+            positions=lambda case: case.args[0],
+        )
+    except ExerciseMismatch as mismatch:
+        mistake = _bound_mistake(reader)
+        if mistake is None:
+            raise
+        raise ExerciseMismatch(f"{mismatch}\n{mistake}") from None
