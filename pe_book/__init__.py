@@ -61,6 +61,8 @@ The model, the studies and their results
 - ``pe_book.intervals``     intervals and verdicts of the study, fixed before its runs (ch. 11)
 - ``pe_book.report``        the study's tables and sentences, computed from its results
                             (ch. 10, 11, 14)
+- ``pe_book.paired``        one method against the one whose failure it answers, paired on
+                            seeds and characters (ch. 10)
 - ``pe_book.experiments``   the two study commands under their first name
 - ``pe_book.measure``       timing in turns, the profiler's allocations, compiled buffers
                             (ch. 12)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pe_book import paired
 from pe_book.intervals import (
     EQUIVALENCE_NATS,
     Comparison,
@@ -187,7 +188,7 @@ def finding(
         text += f"cannot run windows of {top}"
     if answers is not None and answers in runs.methods:
         lines = [textwrap.fill(text + ".", 80, subsequent_indent="  ")]
-        return "\n".join(lines + _against(runs, method, answers, margin))
+        return "\n".join(lines + paired.against(runs, method, answers, margin))
     if against is not None and against in runs.methods:
         difference = runs.difference(method, against, runs.unit)
         text += (
@@ -195,81 +196,6 @@ def finding(
             f" {compare(difference, margin)}"
         )
     return textwrap.fill(text + ".", 80, subsequent_indent="  ")
-
-
-def _digits(found: Interval, margin: float) -> int:
-    """3 decimals, or 4 when an end of the interval lies within 0.001 of ±margin, so that a
-    reader can see on which side of the margin it falls (chapter 10's cold read: kerple
-    minus alibi ends at -0.010086, printed as -0.010)."""
-    ends = (found.low, found.high)
-    near = min(abs(end - edge) for end in ends for edge in (-margin, margin))
-    return 4 if near < 1e-3 else 3
-
-
-def _against(runs: Runs, method: str, against: str, margin: float) -> list[str]:
-    """The two paired comparisons of :func:`finding` (``answers``) and the sentence that
-    reads them. With two seeds or more, the paired extra-context cost of each seed follows
-    its interval; with one, a hedge computed from ``against``'s own seeds: how far its
-    extra-context cost moves from one seed to another, beside this difference."""
-    top = max(runs.lengths)
-    shared = tuple(sorted(set(runs.seeds(method)) & set(runs.seeds(against))))
-    at_l = runs.difference(method, against, runs.unit)
-    seeds = f"seed{'s' * (len(shared) != 1)}"
-    lines = [f"  {method} minus {against}, paired ({len(shared)} {seeds}):"]
-    past = before = None
-    hedge = ""
-    if runs.runs_at(method, top) and runs.runs_at(against, top):
-        before = runs.extra_context(against, shared)
-        paired = runs.extra_context(method, shared) - before
-        past = crossed_interval(paired)
-        lines.append(
-            f"    extra-context cost {interval(past, _digits(past, margin))},"
-            f" {compare(past, margin)}"
-        )
-        if len(shared) > 1:
-            lines.append("      per seed: " + ", ".join(f"{v:+.3f}" for v in paired.mean(1)))
-        own = runs.extra_context(against).mean(1)  # every seed of `against`
-        if len(shared) == 1 and len(own) > 1:
-            spread = float(own.max() - own.min())
-            relation = "more" if spread > abs(past.mean) else "less"
-            hedge = (
-                f" On one seed the interval covers the text, not the training: {against}'s"
-                f" own extra-context cost moves by {spread:.3f} nats between its {len(own)}"
-                f" seeds, {relation} than this difference."
-            )
-    lines.append(
-        f"    loss at the training length {interval(at_l, _digits(at_l, margin))},"
-        f" {compare(at_l, margin)}"
-    )
-    price = {
-        Comparison.BETTER: "better too",
-        Comparison.WORSE: "worse",
-        Comparison.EQUAL: "practically equal",
-        Comparison.UNDECIDED: "not told apart",
-    }[compare(at_l, margin)]
-    if past is None or before is None:
-        reading = f"{method} runs where {against} cannot; at the training length it is {price}."
-    else:
-        gain = {
-            Comparison.BETTER: f"removes {-past.mean:.3f} of the {before.mean():.3f} nats"
-            f" the extra context costs {against} on the same {seeds}",
-            Comparison.WORSE: f"adds {past.mean:.3f} nats to the {before.mean():.3f} the extra"
-            f" context costs {against} on the same {seeds}",
-            Comparison.EQUAL: f"costs what {against} costs",
-            Comparison.UNDECIDED: f"is not told apart from {against}",
-        }[compare(past, margin)]
-        rest = {
-            ContextEffect.HURTS: "but is still hurt by it",
-            ContextEffect.KEEPS: "and keeps its quality",
-            ContextEffect.USES: "and uses it",
-            ContextEffect.UNDECIDED: "and whether what is left hurts it is inconclusive",
-        }[runs.context_effect(method, margin)]
-        reading = (
-            f"past the training length {method} {gain}, {rest}; at the training length"
-            f" it is {price}."
-        )
-    lines.append(textwrap.fill("Read together: " + reading + hedge, 80, subsequent_indent="  "))
-    return lines
 
 
 def margin_changes(runs: Runs, margins: Sequence[float]) -> str:

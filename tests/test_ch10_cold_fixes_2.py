@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from pe_book import exercises, report
+from pe_book import exercises, paired, report
 from pe_book.claims import study as study_evidence
 from pe_book.intervals import Interval
 from pe_book.results import Runs
@@ -52,9 +52,9 @@ def _interval(low: float, high: float) -> Interval:
 
 
 def test_an_end_near_the_margin_prints_four_decimals():
-    assert report._digits(_interval(-0.017, -0.010086), 0.01) == 4
-    assert report._digits(_interval(0.0095, 0.03), 0.01) == 4
-    assert report._digits(_interval(-0.051, -0.013), 0.01) == 3
+    assert paired.digits_near_margin(_interval(-0.017, -0.010086), 0.01) == 4
+    assert paired.digits_near_margin(_interval(0.0095, 0.03), 0.01) == 4
+    assert paired.digits_near_margin(_interval(-0.051, -0.013), 0.01) == 3
     runs = _study(kerple=(0, 1), alibi=(0, 1))
     flat = " ".join(report.finding(runs, "kerple", answers="alibi").split())
     assert "extra-context cost -0.0135 [-0.0170, -0.0101], better" in flat

@@ -24,6 +24,8 @@ from pe_book.intervals import (
     compare,
     crossed_interval,
 )
+from pe_book.paired import digits_near_margin
+from pe_book.report import interval
 from pe_book.results import Runs
 
 #: The four methods the ALiBi paper compares.
@@ -320,3 +322,37 @@ def alibi_short_matches_long(runs: Runs | None = None, long: Runs | None = None)
             f"at {_longest(runs)}: {at_l}",
         ),
     )
+
+
+def _against_each(runs: Runs, method: str, rivals: tuple[str, ...]) -> tuple[bool, list[str]]:
+    """Is ``method`` better than every rival in the longest windows (loss paired on seeds
+    and segments)? With, per rival, that difference and the paired extra-context cost."""
+    top, lines = _longest(runs), []
+    for rival in rivals:
+        seeds = tuple(sorted(set(runs.seeds(method)) & set(runs.seeds(rival))))
+        extra = runs.extra_context(method, seeds) - runs.extra_context(rival, seeds)
+        past = crossed_interval(extra)
+        far = runs.difference(method, rival, top)
+        lines.append(
+            f"{method} minus {rival} ({len(seeds)} seed{'s' * (len(seeds) != 1)}): loss at"
+            f" {top} {interval(far, digits_near_margin(far))} ({compare(far)}); extra-context"
+            f" cost {interval(past, digits_near_margin(past))} ({compare(past)})"
+        )
+    return all(_better(runs, method, rival, top) for rival in rivals), lines
+
+
+@evidence("chi2022-kerple-beats-alibi")
+def kerple_beats_alibi(runs: Runs | None = None) -> Finding:
+    """KERPLE (logarithmic) better than ALiBi in the longest windows, paired."""
+    runs = runs or base_study()
+    better, lines = _against_each(runs, "kerple", ("alibi",))
+    return Finding(holds=better, shown=tuple(lines))
+
+
+@evidence("li2024-fire-beats-its-special-cases")
+def fire_beats_its_special_cases(runs: Runs | None = None) -> Finding:
+    """FIRE better in the longest windows than each encoding it can represent (T5's
+    bias, ALiBi, KERPLE), paired."""
+    runs = runs or base_study()
+    better, lines = _against_each(runs, "fire", ("t5", "alibi", "kerple"))
+    return Finding(holds=better, shown=tuple(lines))
