@@ -29,9 +29,12 @@ message (what is wrong, without expected values) and marks that set the points t
 - the book's solution runs (recognised by its compiled code, even exec'd from source
   read at run time), the function's definition is the book's solution, or the
   submission holds the book's solution cell;
-- anywhere in the submission: the watch switched off or its reports forged, a process
-  started, the package's or the book's files read, a reference's code object taken,
-  the interpreter's objects or memory reached (these mark every exercise).
+- anywhere in the submission: the watch switched off, its state changed or its reports
+  forged, a process started, the package's or the book's files read, a reference's code
+  object taken, the interpreter's objects or memory reached, or a cell's source naming
+  the interpreter's frames, hooks or closures (:mod:`~pe_book.exercises.tamper`); these
+  mark every exercise. While a function is graded its references are blocked (they
+  raise: :mod:`~pe_book.exercises.blocking`).
 
 ``--book`` (required) names the book whose solutions, set-up and points the grader
 uses: the instructor edition (``make editions``: build/editions/instructor/notebooks)
@@ -59,7 +62,7 @@ from typing import Any
 import nbformat
 
 from pe_book import exercises as checkers
-from pe_book.exercises import graded, notebook, secret
+from pe_book.exercises import graded, notebook, secret, tamper
 from pe_book.exercises.book import (
     BOOK,
     SOLUTION,
@@ -136,7 +139,7 @@ def _grade_one(session: Session, exercise: notebook.Exercise, function: str, see
     mismatch = None
     with secret.active(seed), contextlib.redirect_stdout(printed):
         try:
-            checker(session.function(function, record))
+            checker(session.function(function, record, graded.blocked(exercise.name)))
         except ExerciseMismatch as exc:
             mismatch = str(exc)
         except Exception as exc:  # a checker that cannot judge an answer: an error, not a crash
@@ -213,8 +216,12 @@ class _Uses:
             why = self._why(label, exercise, graded_as)
             if why:
                 marks.add(f"{why} {self._place(where, graded_as, exercise)}")
+        places: dict[str, list[str]] = {}  # tampering: where first seen, and how often
         for what, where, graded_as in self.tamper:
-            marks.add(f"{what} {self._place(where, graded_as, exercise)}")
+            found = places.setdefault(what, [])
+            found += [p for p in [self._place(where, graded_as, exercise)] if p not in found]
+        for what, found in places.items():
+            marks.add(f"{what} {found[0]}" + (f" (and {len(found) - 1} more)" * (len(found) > 1)))
         return sorted(marks)
 
 
@@ -242,6 +249,7 @@ def grade_notebook(
     watched = sorted({m for ex in chapter.exercises for m in graded.modules(ex.name)})
     folders = sorted({str(Path(f).resolve()) for f in (book_folder or BOOK, *SOLUTION_FOLDERS)})
     uses = _Uses(chapter)
+    uses.tamper += [(what, f"in cell {i + 1}", None) for i, what in tamper.scan(rest)]
     graded_calls = []
     with Session(cell_timeout=cell_timeout, call_timeout=call_timeout) as session:
         session.run_cells(chapter.setup)  # the book's set-up, as nbgrader restores locked cells

@@ -3,6 +3,7 @@ and submissions built from chapters."""
 
 import base64
 import contextlib
+import csv
 import io
 import pickle
 import re
@@ -11,7 +12,7 @@ from pathlib import Path
 import nbformat
 import torch
 
-from pe_book import exercises
+from pe_book import exercises, grade
 from pe_book.exercises import notebook
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -120,6 +121,21 @@ def my_mean_distance(slope, m):
 """,
     },
 }
+
+
+def grade_batch(tmp_path, submissions, seed="20261203"):
+    """The rows of grades.csv for ``submissions`` [(student, chapter stem, {function:
+    source})], graded in one ``python -m pe_book grade --batch`` run (fresh kernels)."""
+    folder, out = tmp_path / "submitted", tmp_path / "grades"
+    for student, stem, code in submissions:
+        (folder / student).mkdir(parents=True)
+        nbformat.write(submission(stem, code), folder / student / f"{stem}.ipynb")
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = grade.main(
+            ["--batch", str(folder), "--out", str(out), "--seed", seed, "--book", str(grade.BOOK)]
+        )
+    assert status == 0
+    return list(csv.DictReader((out / "grades.csv").open()))
 
 
 def submission(stem, code):

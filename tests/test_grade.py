@@ -299,12 +299,13 @@ def my_bound(offsets, dim, base):
 
 
 def test_the_watch_cannot_be_switched_off_or_gone_around(tmp_path):
-    """Each evasion gives the right answers and is marked: 0 points."""
+    """Each evasion is marked: 0 points (one that reaches a reference while graded gets
+    no answer either: the reference is blocked then, pe_book.exercises.blocking)."""
     path = tmp_path / "mallory.ipynb"
     nbformat.write(submission("07_rope", {f: code for f, (_, code) in EVASIONS.items()}), path)
     rows = grade.grade_notebook(path, grade.load_book(grade.BOOK), int(SEED))
     by_function = dict(zip(_functions("07_rope").values(), rows, strict=True))
     for function, (mark, _) in EVASIONS.items():
         row = by_function[function]
-        assert row.status == "pass" and row.points == 0, row
+        assert row.status in ("pass", "error") and row.points == 0, row
         assert any(m.startswith(mark) for m in row.marks), row

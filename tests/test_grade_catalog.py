@@ -151,7 +151,7 @@ def test_a_checker_that_cannot_judge_an_answer_gives_an_error_not_a_crash(monkey
         raise OverflowError("int too large to convert to float")
 
     class Session:  # the kernel's stand-in: the student's function, called in-process
-        def function(self, name, record):
+        def function(self, name, record, *blocked):
             return lambda *args: 10**3000
 
     monkeypatch.setattr(grade.checkers, "check_alibi_slopes", broken)

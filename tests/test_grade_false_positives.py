@@ -8,15 +8,9 @@ raises ``ctypes.dlopen`` from site-packages, which marked every exercise. Slow: 
 kernel per submission (``python -m pe_book grade --batch``).
 """
 
-import contextlib
-import csv
-import io
-
-import nbformat
 import pytest
-from grade_helpers import CORRECT, submission
+from grade_helpers import CORRECT, grade_batch
 
-from pe_book import grade
 from pe_book.exercises import shim
 
 STEM = "09_alibi"
@@ -76,19 +70,9 @@ def test_a_formula_and_an_idiom_have_no_fingerprint():
 
 @pytest.mark.slow
 def test_honest_code_gets_full_points_and_the_cheats_are_marked(tmp_path):
-    folder = tmp_path / "submitted"
     cheats = {s: {"my_bias": c + "\n\n" + CORRECT[STEM]["my_bias"]} for s, (c, _) in CHEATS.items()}
-    for student, code in {**HONEST, **cheats}.items():
-        (folder / student).mkdir(parents=True)
-        nb = submission(STEM, {**CORRECT[STEM], **code})
-        nbformat.write(nb, folder / student / f"{STEM}.ipynb")
-    out = tmp_path / "grades"
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = grade.main(
-            ["--batch", str(folder), "--out", str(out), "--seed", SEED, "--book", str(grade.BOOK)]
-        )
-    assert code == 0
-    rows = list(csv.DictReader((out / "grades.csv").open()))
+    submissions = {**HONEST, **cheats}.items()
+    rows = grade_batch(tmp_path, [(s, STEM, {**CORRECT[STEM], **code}) for s, code in submissions])
     assert {r["student"] for r in rows} == set(HONEST) | set(CHEATS)
     for row in rows:
         if row["student"] in HONEST:

@@ -33,7 +33,7 @@ import numpy as np
 from pe_book.exercises import draws
 from pe_book.exercises.draws import Draw
 
-__all__ = ["EXERCISES", "Draw", "Graded", "entry", "module_of", "modules", "watched"]
+__all__ = ["EXERCISES", "Draw", "Graded", "blocked", "entry", "module_of", "modules", "watched"]
 
 #: Every checker module: a submission that calls into one is using the checker's code.
 CHECKER_MODULES = tuple(
@@ -84,6 +84,12 @@ def watched(name: str) -> list[str]:
     """What a submission may not call for exercise ``name``: its references, every
     function of their modules, and the checkers' modules."""
     return sorted({*entry(name).references, *modules(name), *CHECKER_MODULES})
+
+
+def blocked(name: str) -> tuple[list[str], list[str]]:
+    """What is blocked in the kernel while exercise ``name``'s function runs (the modules
+    of its references and the checkers'), and what of those its statement allows."""
+    return sorted({*modules(name), *CHECKER_MODULES}), list(entry(name).allowed)
 
 
 def _code_keys(dotted: str) -> tuple[str, set[tuple[str, int] | None]]:

@@ -37,7 +37,7 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 
-from pe_book.exercises import shim, wire
+from pe_book.exercises import blocking, shim, wire
 
 __all__ = ["CallRecord", "Forged", "RemoteFunction", "Session", "SubmissionError", "TimeLimit"]
 
@@ -249,15 +249,25 @@ class Session:
             if msg["msg_type"] == "execute_reply":
                 return
 
-    def function(self, name: str, record: CallRecord) -> RemoteFunction:
-        return RemoteFunction(self, name, record)
+    def function(
+        self, name: str, record: CallRecord, blocked: tuple[list[str], list[str]] = ([], [])
+    ) -> RemoteFunction:
+        return RemoteFunction(self, name, record, blocked)
 
 
 class RemoteFunction:
-    """The student's function ``name`` in the session's kernel, callable from the grader."""
+    """The student's function ``name`` in the session's kernel, callable from the grader;
+    ``blocked``: the modules whose functions are blocked while it runs, and those allowed
+    (:mod:`~.blocking`)."""
 
-    def __init__(self, session: Session, name: str, record: CallRecord) -> None:
-        self.session, self.name, self.record = session, name, record
+    def __init__(
+        self,
+        session: Session,
+        name: str,
+        record: CallRecord,
+        blocked: tuple[list[str], list[str]] = ([], []),
+    ) -> None:
+        self.session, self.name, self.record, self.blocked = session, name, record, blocked
         self.__name__ = name
 
     def __call__(self, *args: Any) -> Any:
@@ -269,7 +279,8 @@ class RemoteFunction:
             return (
                 "import base64 as _b64\n"
                 "from pe_book.exercises import shim as _shim\n"
-                f"_shim.call({self.name!r}, _b64.b64decode({payload!r}), {nonce!r})"
+                f"_shim.call({self.name!r}, _b64.b64decode({payload!r}), {nonce!r},"
+                f" *{self.blocked!r})"
             )
 
         self.record.calls += 1
@@ -290,6 +301,9 @@ class RemoteFunction:
             self.record.missing = True
             raise NotImplementedError(f"no function {self.name} in the submission")
         if "raised" in report:
+            said = str(report["raised"].get("message", ""))
+            if said.startswith(blocking.BLOCKED):  # it called a function blocked meanwhile
+                self.record.hits.add(said.removeprefix(blocking.BLOCKED).split(" ")[0])
             exception = _exception(report["raised"])
             if isinstance(exception, NotImplementedError):
                 self.record.not_implemented = True
@@ -302,10 +316,10 @@ class RemoteFunction:
 def _answer(msg: dict[str, Any], callbacks: list[Callable[..., Any]]) -> str:
     """The grader's reply to a callback request from the kernel (wire JSON)."""
     prompt = msg["content"].get("prompt", "")
-    if not prompt.startswith(shim.PROMPT):
+    if not prompt.startswith(wire.PROMPT):
         return ""  # the student's own input(): an empty line
     try:
-        index, arguments = json.loads(prompt[len(shim.PROMPT) :])
+        index, arguments = json.loads(prompt[len(wire.PROMPT) :])
         value = callbacks[int(index)](*wire.decode(arguments))
         return json.dumps({"value": wire.encode(value)})
     except Exception as exc:  # the student's arguments were wrong: say so in their kernel

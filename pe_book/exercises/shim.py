@@ -33,10 +33,12 @@ grader sent and the key that signs its reports live in closures made once, when 
 module is first imported, before the submission runs; the library functions they use
 were captured then too. The module has no state a submission can change by name, and
 replacing :func:`call` or :func:`notes` (or the display machinery) gives the grader a
-report without a valid signature, which it marks. Code that digs into the closures,
-the interpreter's objects or its memory can still defeat the watch: the audit hook
-reports the usual ways in (``gc``, ``ctypes``, a code object taken), and the README's
-*Grading a class* says what stays out of sight.
+report without a valid signature, which it marks. Code that digs into the closures
+(``sys.getprofile().__closure__``), the interpreter's objects or its memory can still
+switch the watch off: each report checks the watch's state (its counter back at 0, its
+tables and hooks as installed), the grader reads the submission's source for those
+names (:mod:`~.tamper`), and the references are stubs that raise while a function is
+graded (:mod:`~.blocking`); the README's *Grading a class* says what stays out of sight.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ from __future__ import annotations
 import _hashlib
 import _json
 import _thread
-import builtins
 import importlib
 import importlib.util
 import os
@@ -61,15 +62,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pe_book.exercises import fingerprints, wire
+from pe_book.exercises import blocking, fingerprints, wire
 from pe_book.exercises.grading import where_in_readers_code
 
-__all__ = ["MIME", "PROMPT", "call", "fingerprint", "install", "notes", "signature"]
+__all__ = ["MIME", "call", "fingerprint", "install", "notes", "signature"]
 
 #: The MIME type of the reports this module publishes.
 MIME = "application/vnd.pe-book.grade+json"
-#: What a callback's stdin request starts with.
-PROMPT = "pe_book-callback:"
 #: Where the package's own source lives (its .py and .pyc files are watched for reads).
 PACKAGE = str(Path(__file__).resolve().parents[1])
 
@@ -136,6 +135,10 @@ def _make() -> tuple[Callable[..., Any], ...]:
     display: list[Callable[..., Any]] = []
 
     fingerprint, nested = fingerprints.make()  # its closure binds what it calls
+    register, block, restore = blocking.make()  # the stubs of the references, in its closure
+    wire_encode, opaque, callback = wire.encode, wire.Opaque, wire.Callback
+    where = where_in_readers_code
+    sizes: list[tuple[Any, ...]] = []  # the tables' sizes and hooks' code at install
 
     # ---- the profile hook ---------------------------------------------------------------
     def classify(code: Any) -> str | None:
@@ -215,8 +218,7 @@ def _make() -> tuple[Callable[..., Any], ...]:
     def audit(event: str, args: tuple[Any, ...]) -> None:
         if event == "object.__getattr__":  # first: the profile hook's every frame.f_code
             if args[1] == "__code__" and id_(args[0]) in functions and armed[0]:
-                if not (own[0] and get_ident() == main_thread):
-                    tamper.add("took a reference's code object")
+                tamper.add("took a reference's code object")  # the shim never does, armed
             return
         if not armed[0] or (own[0] and get_ident() == main_thread):
             return
@@ -246,10 +248,18 @@ def _make() -> tuple[Callable[..., Any], ...]:
 
     def take() -> dict[str, Any]:
         """What the watch saw since the last report, and forget it."""
+        if not intact():
+            tamper.add("changed the grader's watch (its state)")
         seen_hits, seen_tamper = sorted_(hits), sorted_(tamper)
         hits.clear()
         tamper.clear()
         return {"hits": seen_hits, "tamper": seen_tamper, "watching": watching()}
+
+    def intact() -> bool:
+        """The watch as install left it: armed, no work of its own under way (``own``
+        is 0 between reports), its tables' sizes and its hooks' code unchanged."""
+        state = (len_(files), len_(prints), len_(functions), profile.__code__, audit.__code__)
+        return armed[0] and not own[0] and [state] == sizes
 
     # ---- functions the grader sends -------------------------------------------------------
     def wrap(function: Any) -> Callable[..., Any]:
@@ -275,7 +285,7 @@ def _make() -> tuple[Callable[..., Any], ...]:
             if kind == "sent":
                 return wrap(pickle_loads(value))
             if kind == "callback":
-                return _Callback(int(value), self._ask)
+                return callback(int(value), self._ask)
             raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
 
     # ---- the public functions --------------------------------------------------------------
@@ -291,6 +301,7 @@ def _make() -> tuple[Callable[..., Any], ...]:
         display.append(show)
         for name in watched:
             module = importlib.import_module(name)
+            register(name, module)
             spec = importlib.util.find_spec(name)
             code = spec.loader.get_code(name)  # type: ignore[union-attr]
             for filename in (code.co_filename, module.__file__ or "", realpath(code.co_filename)):
@@ -315,6 +326,7 @@ def _make() -> tuple[Callable[..., Any], ...]:
         thread_set_profile(profile)  # first: the profile hook would see this call
         set_profile(profile)
         armed[0] = True
+        sizes.append((len_(files), len_(prints), len_(functions), profile.__code__, audit.__code__))
         add_audit_hook(audit)
         display[0]({MIME: {"key": key.hex(), "python": sys.version}}, raw=True)
 
@@ -322,8 +334,11 @@ def _make() -> tuple[Callable[..., Any], ...]:
         """Publish what the watch saw since the last report (while a cell ran)."""
         publish(take(), nonce)
 
-    def call(name: str, arguments: bytes, nonce: str = "") -> None:
-        """Call the student's ``name`` on the pickled ``arguments``; publish the report."""
+    def call(
+        name: str, arguments: bytes, nonce: str = "", blocked: Any = (), allowed: Any = ()
+    ) -> None:
+        """Call the student's ``name`` on the pickled ``arguments``, the functions of the
+        modules ``blocked`` names (but ``allowed``) blocked meanwhile; publish the report."""
         import IPython
 
         shell = IPython.get_ipython()
@@ -332,6 +347,7 @@ def _make() -> tuple[Callable[..., Any], ...]:
         own[0] += 1
         try:
             args = Arguments(arguments, ask).load()
+            block(blocked, allowed, [*sent.values()])
         finally:
             own[0] -= 1
         report: dict[str, Any] = {}
@@ -351,18 +367,19 @@ def _make() -> tuple[Callable[..., Any], ...]:
                     report["raised"] = {
                         "type": type_(exc).__name__,
                         "message": message[0][:300] if message else "",
-                        "where": where_in_readers_code(exc),
+                        "where": where(exc),
                         "not_implemented": isinstance_(exc, NotImplementedError),
                     }
                 finally:
                     own[0] -= 1
             else:
                 try:
-                    report["answer"] = wire.encode(answer)
+                    report["answer"] = wire_encode(answer)
                 except Exception as exc:
-                    report["answer"] = wire.encode(wire.Opaque(type_(answer).__name__))
+                    report["answer"] = wire_encode(opaque(type_(answer).__name__))
                     report["encode_error"] = type_(exc).__name__
         report["seconds"] = perf_counter() - started
+        restore()
         report.update(take())
         publish(report, nonce)
 
@@ -371,23 +388,6 @@ def _make() -> tuple[Callable[..., Any], ...]:
 
 def _unencodable(value: Any) -> Any:
     raise TypeError(f"a report holds a {type(value).__name__}")
-
-
-class _Callback:
-    """A function that stays in the grader: each call asks the grader over stdin."""
-
-    def __init__(self, index: int, ask: Callable[[str], str]) -> None:
-        self._index, self._ask = index, ask
-
-    def __call__(self, *args: Any) -> Any:
-        import json
-
-        reply = json.loads(self._ask(PROMPT + json.dumps([self._index, wire.encode(list(args))])))
-        if "raised" in reply:
-            kind = getattr(builtins, reply["raised"], None)
-            kind = kind if isinstance(kind, type) and issubclass(kind, Exception) else RuntimeError
-            raise kind(reply["message"])
-        return wire.decode(reply["value"])
 
 
 install, notes, call, fingerprint = _make()
