@@ -271,3 +271,26 @@ def test_direction_matrix_accepts_a_sympy_matrix_and_says_what_kind_it_is(capsys
     exercises.check_direction_matrix(lambda: sp.Matrix([[half, root], [-root, half]]))
     assert "R(−π/3): a rotation" in capsys.readouterr().out
     _fails(exercises.check_direction_matrix, lambda: sp.Matrix([[0, 1], [-1, 0]]), "misses")
+
+
+def test_exact_singular_values_match_the_30_digit_rank_and_refuse_bad_input():
+    from pe_book.diagnostics import exact_singular_values
+
+    sigma = exact_singular_values(8, 4, digits=20)
+    columns = sinusoidal.sinusoidal_table(8, 4, dtype=F64).T
+    assert torch.allclose(torch.tensor(sigma, dtype=F64), torch.linalg.svdvals(columns))
+    for bad in (
+        {"seq_len": 0, "dim": 4},
+        {"seq_len": 8, "dim": 5},
+        {"seq_len": 8, "dim": 4, "digits": 8},
+    ):
+        with pytest.raises(ValueError, match=r"seq_len|dim|digits"):
+            exact_singular_values(**bad)
+
+
+def test_counterfactual_tables_are_what_they_say():
+    positions = torch.tensor([3, 7, 3])
+    rows = rotation.random_table(positions, 6)
+    assert torch.equal(rows[0], rows[2]) and not torch.equal(rows[0], rows[1])
+    one = rotation.one_frequency_table(positions, 6)
+    assert torch.equal(one[:, 0:2], one[:, 4:6])

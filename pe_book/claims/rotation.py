@@ -50,6 +50,18 @@ def fit_condition(table: Table, start: int, dim: int, count: int = 400) -> float
     return float(torch.linalg.cond(table(fitted_rows(start, count), dim)))
 
 
+def one_frequency_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """A counterfactual table: every pair turns at pair 0's frequency (one shared angle)."""
+    return sinusoidal.sinusoidal_table(positions, 2, dtype=torch.float64).repeat(1, dim // 2)
+
+
+def random_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """A counterfactual table: a random learned one, row m drawn from seed m (so any
+    position has its own fixed row, with nothing stored)."""
+    seeds = [torch.Generator().manual_seed(int(m)) for m in positions]
+    return torch.stack([torch.randn(dim, dtype=torch.float64, generator=g) for g in seeds])
+
+
 def _pair_blocks(matrix: torch.Tensor) -> torch.Tensor:
     """The 2 × 2 diagonal blocks of a d × d matrix: (d/2, 2, 2)."""
     pairs = matrix.shape[0] // 2
