@@ -14,7 +14,9 @@ while the counter was set ("preclone"). Now:
 - every report checks the watch's state (its counter is 0 between reports, its tables
   and hooks are as installed), and the shim's encoder is bound at import.
 
-Each attack gets 0 points and a mark on every exercise. The honest probe (``sys``,
+The review's C7 (the module's functions read through traceback's linecache, padded
+and exec'd) is marked by the scan alone. Each attack gets 0 points and a mark on every
+exercise. The honest probe (``sys``,
 ``inspect``) keeps full points with no mark. Slow: one kernel per submission.
 """
 
@@ -147,6 +149,26 @@ COPIES = {
     ),
 }
 
+#: The review's C7: the reference module's functions read through traceback's linecache
+#: (an exempt reader at run time), each padded so no fingerprint matches, and exec'd.
+C7 = """import ast
+import traceback
+
+PATH = alibi.__file__
+TEXT = "".join(traceback.linecache.getline(PATH, i) for i in range(1, 2000))
+KEEP = [n for n in ast.parse(TEXT).body if isinstance(n, ast.FunctionDef | ast.Import | ast.ImportFrom)]
+for node in KEEP:
+    if isinstance(node, ast.FunctionDef):
+        node.body.insert(0, ast.parse("_pad = 987654321").body[0])
+        node.decorator_list = []
+MINE = {"__name__": "mine"}
+exec(compile(ast.fix_missing_locations(ast.Module(KEEP, [])), "mine.py", "exec"), MINE)
+
+
+def my_slopes(n_heads):
+    return MINE["alibi_slopes"](n_heads).tolist()
+"""  # noqa: E501
+
 #: An honest student: sys and inspect for what they are for.
 HONEST = """import inspect
 import sys
@@ -172,6 +194,7 @@ def cheat(stem, attack):
 SUBMISSIONS = [
     *((f"closure{stem[:2]}", stem, cheat(stem, "closure")) for stem in COPIES),
     *((attack, "09_alibi", cheat("09_alibi", attack)) for attack in ATTACKS if attack != "closure"),
+    ("c7", "09_alibi", {**CORRECT["09_alibi"], "my_slopes": C7}),
     ("honest", "09_alibi", {**CORRECT["09_alibi"], "my_slopes": HONEST + "\n\n"
                                                    + CORRECT["09_alibi"]["my_slopes"]}),
 ]  # fmt: skip
@@ -252,6 +275,8 @@ def test_each_way_off_the_watch_is_marked_and_earns_nothing(tmp_path):
     for row in closure:  # the review's four lines: seen in the cell and in the watch's state
         assert "(__closure__) in cell" in row["marks"], row
         assert "changed the grader's watch (its state)" in row["marks"], row
+    for row in (r for r in rows if r["student"] == "c7"):  # no run-time mark: the source's
+        assert "reads source through linecache" in row["marks"], row
     for row in rows:  # a copy that reached its blocked reference says which one
         if row["student"] in ("closure09", "quiet", "unhook", "gc"):
             assert "calls its reference pe_book.alibi." in row["marks"], row
