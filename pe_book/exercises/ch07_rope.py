@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 
 from pe_book import decay, rope, sinusoidal
+from pe_book.exercises import own_work
 from pe_book.exercises.ch05_decay import _profile_cases
 from pe_book.exercises.grading import (
     Case,
@@ -21,6 +22,16 @@ from pe_book.exercises.policy import _values, judge
 from pe_book.exercises.secret import seeded
 
 __all__ = ["check_decay_bound", "check_layout_conversion", "check_rope_rotation"]
+
+#: Exercise 7.1 asks for the float64 angles formed by hand: the package's angle and cos/sin
+#: tables (section 7.4) and its rotations hand them over as well (third cold read, s31).
+own_work.also_watch(
+    "rope_rotation",
+    "pe_book.rope.rope_angles",
+    "pe_book.rope.rope_cos_sin",
+    "pe_book.rope.rotate",
+    "pe_book.rope.Rope",
+)
 
 #: Why exercise 7.1 needs float64 angles (section 7.4 prints it: float32 angles are off by
 #: 2.1e-4 rad at position 30,001 for d = 16, 3.8e-4 at 30,002). Float32 angles serve a model
