@@ -48,7 +48,7 @@ def sentences(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     return table[rows[0]], table[rows[1]]  # (5, 8) each
 
 
-def positions(seed: int = 1) -> torch.Tensor:
+def position_vectors(seed: int = 1) -> torch.Tensor:
     """Position vectors p_m for the five tokens: 0.5 · N(0, 1), (5, 8) float64 (section 1.5)."""
     generator = torch.Generator().manual_seed(seed)
     return 0.5 * torch.randn(len(SENTENCE_A), DIM, dtype=torch.float64, generator=generator)
@@ -120,7 +120,9 @@ def distinct_vectors_break_symmetry(
     separates the sentences; ``positions`` replaces the draws."""
     layer = layer or default_layer()
     x_a, x_b = sentences()
-    draws = [positions] if positions is not None else [_positions(seed) for seed in range(1, 6)]
+    draws = (
+        [positions] if positions is not None else [position_vectors(seed) for seed in range(1, 6)]
+    )
     scales = [10.0**-k for k in range(7)]
     gaps = [
         [_pooled_gap(layer, x_a + s * p, x_b + s * p) for s in scales] for p in draws
@@ -135,9 +137,6 @@ def distinct_vectors_break_symmetry(
             f" {_gap(smallest)} (equal would be < {TOLERANCE:.0e})",
         ),
     )
-
-
-_positions = positions  # the module's function, under a name the parameter above cannot hide
 
 
 @evidence("001-cat-eats-fish")
