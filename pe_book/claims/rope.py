@@ -170,16 +170,21 @@ def rope_values_no_position(rotate: Rotate = pe_book_rope) -> Finding:
     )
 
 
-def _score_sizes(key_is_query: bool, base: float, dim: int = 128) -> tuple[float, float, float]:
+def _score_sizes(key_is_query: bool, base: float, dim: int = 128) -> tuple[float, ...]:
     """Root-mean-square score of 100 seeded Gaussian (q, k) pairs turned r apart, at r = 0,
-    over r = 1..100 and over r = 4,000..5,000: k = q (a key like its query) or k independent."""
+    over r = 1..100, 4,000..5,000, 10,000..20,000 and 50,000..60,000: k = q (a key like its
+    query) or k independent."""
     generator = torch.Generator().manual_seed(0)
     q, k = torch.randn(2, 100, dim, dtype=torch.float64, generator=generator)
     key = q if key_is_query else k
-    windows = (torch.tensor([0]), torch.arange(1, 101), torch.arange(4000, 5001))
-    return tuple(  # type: ignore[return-value]
-        float(decay.rotated_scores(q, key, r, base).pow(2).mean().sqrt()) for r in windows
+    windows = (
+        torch.tensor([0]),
+        torch.arange(1, 101),
+        torch.arange(4000, 5001),
+        torch.arange(10_000, 20_001),
+        torch.arange(50_000, 60_001),
     )
+    return tuple(float(decay.rotated_scores(q, key, r, base).pow(2).mean().sqrt()) for r in windows)
 
 
 @evidence("roformer-long-term-decay")
@@ -189,8 +194,9 @@ def long_term_decay(base: float = 10000.0) -> Finding:
     Holds if the relative upper bound falls below a quarter of its r = 0 value by r = 250
     and the scores of a key like its query (k = q) fall below a quarter of their r = 0 size
     by r = 4,000..5,000. Caveats it looks for: the bound's peaks past r = 250 as high as at
-    r = 50, and independent (q, k) whose scores keep their size. A single frequency for all
-    pairs (b → 1) is the counterfactual: nothing decays.
+    r = 50, k = q scores that stop falling (10,000..20,000 and 50,000..60,000 at least 0.8
+    of 4,000..5,000: a floor), and independent (q, k) whose scores keep their size. A single
+    frequency for all pairs (b → 1) is the counterfactual: nothing decays.
     """
     offsets = torch.arange(20_001)
     bound = decay.rope_decay_bound(offsets, 128, base)
@@ -200,19 +206,27 @@ def long_term_decay(base: float = 10000.0) -> Finding:
     similar_decays = same[2] < 0.25 * same[0]
     peaks_stop = peak >= float(bound[50])
     flat = other[2] > 0.8 * other[1]
+    floor = min(same[3], same[4]) > 0.8 * same[2]
     one_rate = decay.rope_decay_bound(torch.tensor([250]), 128, 1 + 1e-6)
     one_same = _score_sizes(True, 1 + 1e-6)
     return Finding(
         holds=falls and similar_decays,
-        caveat="peaks stop falling; independent q, k do not decay" if peaks_stop or flat else None,
+        caveat=(
+            "peaks stop falling; k = q scores reach a floor; independent q, k do not decay"
+            if peaks_stop or flat or floor
+            else None
+        ),
         shown=(
             f"relative upper bound, d = 128: {float(bound[0]):.2f} at r = 0, {float(bound[50]):.2f}"
             f" at r = 50, {float(bound[250]):.2f} at r = 250; past 250 its peaks reach"
             f" {peak:.2f} (r = {where:,})",
-            "root-mean-square score at r = 0, r = 1..100, r = 4,000..5,000 (100 Gaussian"
-            f" pairs): k = q {same[0]:.1f}, {same[1]:.1f}, {same[2]:.1f}; k independent of q"
-            f" {other[0]:.1f}, {other[1]:.1f}, {other[2]:.1f} (expected: √d = {128**0.5:.1f}"
-            " at every r)",
+            "root-mean-square score at r = 0, 1..100, 4,000..5,000, 10,000..20,000,"
+            " 50,000..60,000 (100 Gaussian pairs): k = q "
+            + ", ".join(f"{v:.1f}" for v in same)
+            + f" (falls, then a floor near 1/{same[0] / min(same[2:]):.0f} of r = 0);"
+            " k independent of q "
+            + ", ".join(f"{v:.1f}" for v in other)
+            + f" (expected: √d = {128**0.5:.1f} at every r)",
             f"counterfactual, one frequency for all pairs (b → 1): the bound is"
             f" {float(one_rate[0]):.2f} at r = 250, and k = q scores {one_same[2]:.1f} at"
             " r = 4,000..5,000: nothing decays",
