@@ -80,3 +80,34 @@ def test_the_llama_neox_claim_fails_without_rotation_and_with_added_positions():
     for rotate, reason in ((unrotated, "not above 1e-3"), (added, "not below 1e-4")):
         finding = claims.run("004-llama-neox-rope", rotations={"counterfactual": rotate})
         assert finding.verdict == "does not hold" and reason in finding.shown[0]
+
+
+def test_the_llama_neox_claim_fails_for_a_relative_scaling_that_does_not_rotate():
+    """The third cold read's counterfactual (q z^m, k z^-n, z = 1.05) passed the shift and
+    position tests and got "holds"; the norm and apply_rope checks now fail it."""
+    from pe_book import claims
+
+    def scaled(q, k, positions):
+        z = (1.05 ** positions.double())[:, None].to(q.dtype)
+        return q * z, k / z
+
+    finding = claims.run("004-llama-neox-rope", rotations={"scale only": scaled})
+    shown = finding.shown[0]
+    assert finding.verdict == "does not hold"
+    assert "below 1e-4: the scores depend on m - n only" in shown  # relative: passes
+    assert "not a rotation of those pairs" in shown and "not this RoPE" in shown
+
+
+def _temperature_float32(positions, floor_scale, attn_scale):
+    """The third cold read's answer, float32 as the statement allows (int64 / float)."""
+    return 1 + attn_scale * torch.log1p(torch.floor((positions + 1) / floor_scale))
+
+
+@pytest.mark.parametrize("seed", [987654, *range(40)])
+def test_a_float32_temperature_passes_exercise_13_3_in_graded_mode(seed):
+    """It failed the graded draws at seed 987654 (and 5 of seeds 0-199): a up to 0.99 and
+    a fractional F put tau near 16, where float32's step reaches 1e-6."""
+    from pe_book.exercises import secret
+
+    with secret.active(seed):
+        exercises.check_query_temperature(_temperature_float32)

@@ -38,6 +38,12 @@ def absolute_positions(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor
     return q + table, k + table
 
 
+def scaled_positions(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor):
+    """q times 1.05^m, k times 1.05^-n: relative and position-dependent, but no rotation."""
+    z = (1.05 ** positions.double())[:, None].to(q.dtype)
+    return q * z, k / z
+
+
 def positional_layer() -> Callable[..., torch.Tensor]:
     """Chapter 1's layer with sinusoidal positions added to its input: it sees order."""
     layer = symmetry_evidence.default_layer()
@@ -362,6 +368,7 @@ COUNTERFACTUALS: dict[str, list[Callable[[], dict[str, object]]]] = {
     "004-llama-neox-rope": [
         lambda: {"rotations": {"absolute": absolute_positions}},
         lambda: {"rotations": {"unrotated": lambda q, k, positions: (q, k)}},  # no position
+        lambda: {"rotations": {"scale only": scaled_positions}},  # relative, not a rotation
     ],
 }
 
