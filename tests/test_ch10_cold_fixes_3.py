@@ -1,0 +1,45 @@
+"""Chapter 10's second cold read (s31b): the KERPLE claim's caveat is computed, and can go.
+
+The verdict on chi2022-kerple-beats-alibi is "holds with a caveat" because most of
+KERPLE's lead in the longest windows is already there at the training length and the
+extra-context part clears the margin by less than its rounding. A study in which KERPLE's
+extra context helps by a clear 0.1 nats more gives plain "holds": the caveat is read from
+the results, not written in.
+"""
+
+from __future__ import annotations
+
+from pe_book.claims import Verdict, run
+from pe_book.claims import study as study_evidence
+from pe_book.results import Runs
+
+
+def kerple_extrapolating_better(nats: float) -> Runs:
+    """The base study with KERPLE's loss in the longest windows, and its full-context loss
+    past the first unit, lowered by ``nats`` on every seed (its loss at L unchanged)."""
+    base = study_evidence.base_study()
+    records, top = dict(base.records), str(max(base.lengths))
+    records["kerple"] = {}
+    for seed, record in base.records["kerple"].items():
+        segment = {**record["segment_loss"], top: [v - nats for v in record["segment_loss"][top]]}
+        full = [row[:1] + [v - nats for v in row[1:]] for row in record["full_by_bin"]]
+        records["kerple"][seed] = {**record, "segment_loss": segment, "full_by_bin": full}
+    return Runs(base.design, records)
+
+
+def test_kerple_caveat_is_printed_from_the_results():
+    found = run("chi2022-kerple-beats-alibi")
+    assert found.verdict is Verdict.CAVEAT
+    assert "training length" in " ".join(found.shown)
+
+
+def test_kerple_caveat_goes_when_the_extra_context_carries_the_lead():
+    found = run("chi2022-kerple-beats-alibi", runs=kerple_extrapolating_better(0.1))
+    assert found.verdict is Verdict.HOLDS, found.caveat
+
+
+def test_kerple_swapped_with_alibi_does_not_hold():
+    from test_claims_mutation import swapped
+
+    found = run("chi2022-kerple-beats-alibi", runs=swapped("kerple", "alibi"))
+    assert found.verdict is Verdict.FAILS
