@@ -43,3 +43,47 @@ def test_kerple_swapped_with_alibi_does_not_hold():
 
     found = run("chi2022-kerple-beats-alibi", runs=swapped("kerple", "alibi"))
     assert found.verdict is Verdict.FAILS
+
+
+# ---- checker messages (defect 12) -----------------------------------------------------
+
+
+def _message(check, answer) -> str:
+    import pytest
+
+    from pe_book.exercises.grading import ExerciseMismatch
+
+    with pytest.raises(ExerciseMismatch) as caught:
+        check(answer)
+    return str(caught.value)
+
+
+def test_cpd_margin_names_ks_own_smallest_eigenvalue():
+    import torch
+
+    from pe_book import exercises
+
+    text = _message(exercises.check_cpd_margin, lambda k: float(torch.linalg.eigvalsh(k)[0]))
+    assert "K's own smallest eigenvalue" in text
+    assert "K's own" not in _message(exercises.check_cpd_margin, lambda k: 0.0)
+
+
+def test_p_rope_names_neox_only_for_neox():
+    import math
+
+    import torch
+
+    from pe_book import exercises
+    from pe_book.rope_scaling import partial_rotary_frequencies
+
+    def off_by_one(dim, p, base):
+        theta = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+        return torch.where(torch.arange(dim // 2) < math.floor(p * dim / 2) + 1, theta, 0.0)
+
+    neox = _message(
+        exercises.check_p_rope_frequencies,
+        lambda d, p, b: partial_rotary_frequencies(d, p, b)[0],
+    )
+    assert "GPT-NeoX" in neox
+    plain = _message(exercises.check_p_rope_frequencies, off_by_one)
+    assert "NeoX" not in plain and "d = 128, p = 1/4" in plain

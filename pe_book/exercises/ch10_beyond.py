@@ -11,8 +11,9 @@ import torch
 
 from pe_book import cope, kerple, mla, p_rope
 from pe_book.exercises.ch08_context import FLOAT32_FREQUENCIES, RTOL
-from pe_book.exercises.grading import Case, check
+from pe_book.exercises.grading import Case, ExerciseMismatch, check
 from pe_book.exercises.secret import seeded
+from pe_book.rope_scaling import partial_rotary_frequencies
 
 __all__ = [
     "check_cope_positions",
@@ -81,15 +82,40 @@ def check_cpd_margin(reader: Callable[[torch.Tensor], Any]) -> None:
         ),
     ]
     cases = [Case((kernel,), description, kind=kind) for kernel, description, kind in kernels]
-    check(
-        "cpd_margin",
-        lambda k: reader(k.clone()),
-        kerple.cpd_margin,
-        cases,
-        atol=1e-9,
-        rtol=1e-9,
-        float32=FLOAT32_MARGIN,
-    )
+    last: list[tuple[torch.Tensor, Any]] = []
+
+    def read(kernel: torch.Tensor) -> Any:
+        last[:] = [(kernel, reader(kernel.clone()))]
+        return last[0][1]
+
+    try:
+        check("cpd_margin", read, kerple.cpd_margin, cases, atol=1e-9, rtol=1e-9,
+              float32=FLOAT32_MARGIN)  # fmt: skip
+    except ExerciseMismatch as error:
+        kernel, answer = last[0] if last else (None, None)
+        own = None if kernel is None else float(torch.linalg.eigvalsh(kernel)[0])
+        if (
+            own is not None
+            and _equals(answer, own)
+            and not _equals(answer, kerple.cpd_margin(kernel))
+        ):
+            raise ExerciseMismatch(
+                f"{error}\nHint: that is K's own smallest eigenvalue, over every unit vector;"
+                " the margin takes only those whose entries sum to 0."
+            ) from None
+        raise
+
+
+def _equals(answer: Any, value: float) -> bool:
+    """Is the reader's answer (a number, or a one-number tensor or list) ``value``, to
+    1e-9 plus a relative 1e-9? Anything else is not."""
+    try:
+        found = torch.as_tensor(answer, dtype=F64).reshape(-1)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+    if found.numel() != 1:
+        return False
+    return abs(float(found[0]) - value) <= 1e-9 + 1e-9 * abs(value)
 
 
 def _pair(case: Case, index: tuple[int, ...]) -> str:
@@ -108,7 +134,7 @@ def check_p_rope_frequencies(reader: Callable[[int, float, float], Any]) -> None
     (:data:`pe_book.exercises.ch08_context.FLOAT32_FREQUENCIES`).
     """
     settings = [
-        (128, 0.25, 10000.0, "p = 1/4, where NeoX re-spreads its frequencies"),
+        (128, 0.25, 10000.0, "d = 128, p = 1/4: a quarter of the pairs"),
         (64, 0.5, 500000.0, "half the pairs, Llama 3's base: the base is read"),
         (10, 0.3, 500000.0, "p d/2 = 1.5: floor, not round"),
         (8, 1.0, 10000.0, "p = 1: RoPE"),
@@ -119,15 +145,34 @@ def check_p_rope_frequencies(reader: Callable[[int, float, float], Any]) -> None
         Case(args, f"dim={args[0]}, p={args[1]}, base={args[2]:g}", kind=kind)
         for *args, kind in settings
     ]
-    check(
-        "p_rope_frequencies",
-        reader,
-        p_rope.p_rope_frequencies,
-        cases,
-        atol=0.0,
-        rtol=RTOL,
-        float32=FLOAT32_FREQUENCIES,
-        locate=_pair,
+    last: list[tuple[tuple[Any, ...], Any]] = []
+
+    def read(*args: Any) -> Any:
+        last[:] = [(args, reader(*args))]
+        return last[0][1]
+
+    try:
+        check("p_rope_frequencies", read, p_rope.p_rope_frequencies, cases, atol=0.0,
+              rtol=RTOL, float32=FLOAT32_FREQUENCIES, locate=_pair)  # fmt: skip
+    except ExerciseMismatch as error:
+        if last and _is_neox(*last[0]):
+            raise ExerciseMismatch(
+                f"{error}\nHint: these are GPT-NeoX's partial-rotary frequencies"
+                " (chapter 8), re-spread over the rotated pairs; p-RoPE keeps RoPE's own"
+                " θ_i for its fastest pairs."
+            ) from None
+        raise
+
+
+def _is_neox(args: tuple[Any, ...], answer: Any) -> bool:
+    """Does the answer equal GPT-NeoX's partial rotary frequencies for (dim, p, base)?"""
+    try:
+        theta, _ = partial_rotary_frequencies(*args)
+        found = torch.as_tensor(answer, dtype=F64).reshape(-1)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+    return found.shape == theta.shape and bool(
+        torch.allclose(found, theta.to(F64), rtol=1e-9, atol=0)
     )
 
 
