@@ -183,7 +183,7 @@ def abel_bound(
 ) -> torch.Tensor:
     """max_j |h_{j+1} - h_j| · Σ_{j=1}^{d/2} |S_j| (with h_{d/2} = 0): RoFormer's bound on |score|.
 
-    q, k: (d,); returns (len(offsets),), float64. Chapter 5.
+    q, k: (d,); returns (len(offsets),), float64. Chapter 7 (section 7.5).
     """
     h = _pairs_as_complex(q, "q") * _pairs_as_complex(k, "k").conj()  # (d/2,)
     if h.ndim != 1:
